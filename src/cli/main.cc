@@ -1,0 +1,7 @@
+// brisk: one binary, subcommands.
+#include <cstdio>
+
+int main(int argc, char** argv) {
+  std::puts("brisk");
+  return 0;
+}
