@@ -1,7 +1,35 @@
 // brisk: one binary, subcommands.
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "cli/commands.h"
+
+namespace brisk {
+
+std::string DefaultModelPath() {
+  if (const char* env = std::getenv("BRISK_MODEL"); env && *env) return env;
+  const char* kName = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (std::filesystem::exists(kName)) return kName;
+  return BRISK_DEFAULT_MODEL;
+}
+
+}  // namespace brisk
 
 int main(int argc, char** argv) {
-  std::puts("brisk");
-  return 0;
+  CLI::App app{"brisk: an LLM serving system"};
+  app.require_subcommand(1);
+  auto generate = brisk::RegisterGenerate(*app.add_subcommand(
+      "generate", "Generate text from a prompt, streamed to stdout"));
+  auto bench = brisk::RegisterBenchModel(*app.add_subcommand(
+      "bench-model", "Measure prompt processing and generation speed (tokens/s)"));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (app.got_subcommand("generate")) return generate();
+  if (app.got_subcommand("bench-model")) return bench();
+  return 2;
 }

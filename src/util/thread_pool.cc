@@ -38,7 +38,15 @@ void ThreadPool::Run(TaskRef task) {
   // A futex wake costs a syscall; only pay it when a worker went to sleep.
   if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
   task(0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) CpuRelax();
+  // Spin, then yield: on an oversubscribed machine the worker we wait for
+  // may not be running, and pure spinning would burn its time slice.
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 4096) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   task_ = nullptr;
 }
 
@@ -49,7 +57,11 @@ void ThreadPool::WorkerLoop(int index) {
     int spins = 0;
     while ((g = generation_.load(std::memory_order_acquire)) == seen) {
       if (++spins < kSpinIterations) {
-        CpuRelax();
+        if (spins < 4096) {
+          CpuRelax();
+        } else {
+          std::this_thread::yield();
+        }
       } else {
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
         generation_.wait(seen, std::memory_order_seq_cst);

@@ -1,0 +1,25 @@
+// The brisk subcommands. Each registers its flags on a CLI11 subcommand and
+// returns the process exit code when run.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace brisk {
+
+using CommandRunner = std::function<int()>;
+
+// `brisk generate`: stream a completion to stdout.
+CommandRunner RegisterGenerate(CLI::App& app);
+// `brisk bench-model`: pp/tg tokens/s and batched decode throughput.
+CommandRunner RegisterBenchModel(CLI::App& app);
+
+// The default model path: $BRISK_MODEL, else ./models/<default>, else the
+// build tree's models/ directory.
+std::string DefaultModelPath();
+
+}  // namespace brisk

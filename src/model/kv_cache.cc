@@ -1,0 +1,19 @@
+#include "model/kv_cache.h"
+
+#include <algorithm>
+
+namespace brisk {
+
+KvCache::KvCache(const KvCacheShape& shape, int64_t num_blocks)
+    : shape_(shape),
+      num_blocks_(num_blocks),
+      // calloc: large pools come zeroed from the OS and are committed lazily,
+      // page by page, as blocks are first written.
+      data_(static_cast<uint16_t*>(
+          std::calloc(static_cast<size_t>(num_blocks * shape.BytesPerBlock()), 1))) {}
+
+int64_t KvCache::BlocksForBudget(const KvCacheShape& shape, int64_t budget_bytes) {
+  return std::max<int64_t>(1, budget_bytes / shape.BytesPerBlock());
+}
+
+}  // namespace brisk

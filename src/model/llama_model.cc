@@ -1,0 +1,365 @@
+#include "model/llama_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "model/ops.h"
+
+namespace brisk {
+
+// Activations for one forward pass, sized for the largest batch seen so far
+// and reused: no allocation per step once warm.
+struct LlamaModel::Scratch {
+  int64_t capacity = 0;  // tokens
+  std::vector<float> x, xn, q, k, v, attn, tmp, gate, up, rope_cos, rope_sin, logit_in;
+  std::vector<int32_t> pos, seq_of;
+  std::vector<std::vector<float>> scores;  // per thread, context-sized
+  MatMulScratch mm;
+
+  void Reserve(const LlamaConfig& c, int64_t n, int n_threads) {
+    if (n > capacity) {
+      capacity = n;
+      x.resize(n * c.d_model);
+      xn.resize(n * c.d_model);
+      q.resize(n * c.n_heads * c.head_dim);
+      k.resize(n * c.n_kv_heads * c.head_dim);
+      v.resize(n * c.n_kv_heads * c.head_dim);
+      attn.resize(n * c.n_heads * c.head_dim);
+      tmp.resize(n * c.d_model);
+      gate.resize(n * c.d_ff);
+      up.resize(n * c.d_ff);
+      rope_cos.resize(n * (c.rope_dim / 2));
+      rope_sin.resize(n * (c.rope_dim / 2));
+      logit_in.resize(n * c.d_model);
+      pos.resize(n);
+    }
+    if (static_cast<int>(scores.size()) < n_threads) scores.resize(n_threads);
+  }
+};
+
+LlamaModel::~LlamaModel() = default;
+
+Expected<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& path,
+                                                       const LoadOptions& options) {
+  ASSIGN_OR_RETURN(auto file, GgufFile::Open(path));
+  return FromGguf(std::shared_ptr<const GgufFile>(std::move(file)), options);
+}
+
+Expected<std::unique_ptr<LlamaModel>> LlamaModel::FromGguf(std::shared_ptr<const GgufFile> file,
+                                                           const LoadOptions& options) {
+  std::unique_ptr<LlamaModel> m(new LlamaModel());
+  m->file_ = std::move(file);
+  Status s = m->Bind(options);
+  if (!s.ok()) return s.WithContext(fmt::format("loading model '{}'", m->file_->path()));
+  return m;
+}
+
+namespace {
+
+// Looks up a tensor and checks its shape (GGUF order: dims[0] contiguous).
+Expected<const GgufTensorInfo*> GetTensor(const GgufFile& f, const std::string& name,
+                                          std::vector<int64_t> dims) {
+  const GgufTensorInfo* t = f.FindTensor(name);
+  if (!t) return NotFound("tensor '{}' is missing", name);
+  if (t->dims != dims) {
+    return InvalidArgument("tensor '{}' has shape [{}], expected [{}]", name,
+                           fmt::join(t->dims, ", "), fmt::join(dims, ", "));
+  }
+  return t;
+}
+
+Expected<const float*> GetF32(const GgufFile& f, const std::string& name, int64_t n) {
+  ASSIGN_OR_RETURN(const GgufTensorInfo* t, GetTensor(f, name, {n}));
+  if (t->ggml_type != static_cast<uint32_t>(DType::kF32))
+    return Unimplemented("tensor '{}' is {}; only F32 norm weights are supported", name,
+                         DTypeName(static_cast<DType>(t->ggml_type)));
+  if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0)
+    return InvalidArgument("tensor '{}' is misaligned", name);
+  return reinterpret_cast<const float*>(t->data);
+}
+
+Expected<MatMulWeight> GetMatrix(const GgufFile& f, const std::string& name, int64_t k,
+                                 int64_t rows, bool allow_repack, int64_t* bytes) {
+  ASSIGN_OR_RETURN(const GgufTensorInfo* t, GetTensor(f, name, {k, rows}));
+  auto type = static_cast<DType>(t->ggml_type);
+  if (!IsMatMulWeightType(type))
+    return Unimplemented("tensor '{}' has type {}; supported weight types: F32, F16, BF16, Q8_0, "
+                         "Q4_0, Q4_1, Q4_K, Q6_K",
+                         name, DTypeName(type));
+  *bytes += static_cast<int64_t>(t->size_bytes);
+  auto w = PrepareMatMulWeight(type, t->data, rows, k, allow_repack);
+  if (!w.ok()) return w.status().WithContext(fmt::format("tensor '{}'", name));
+  return w;
+}
+
+}  // namespace
+
+Status LlamaModel::Bind(const LoadOptions& options) {
+  const GgufFile& f = *file_;
+  ASSIGN_OR_RETURN(cfg_.arch, f.GetString("general.architecture"));
+  if (cfg_.arch != "llama" && cfg_.arch != "mistral")
+    return Unimplemented("architecture '{}' is not supported (supported: llama, mistral)",
+                         cfg_.arch);
+  const std::string p = cfg_.arch + ".";
+  auto get_int = [&](const std::string& key, int64_t lo, int64_t hi) -> Expected<int> {
+    ASSIGN_OR_RETURN(int64_t v, f.GetInt(p + key));
+    if (v < lo || v > hi) return InvalidArgument("{}{} = {} is out of range [{}, {}]", p, key, v,
+                                                 lo, hi);
+    return static_cast<int>(v);
+  };
+  ASSIGN_OR_RETURN(cfg_.n_layers, get_int("block_count", 1, 1024));
+  ASSIGN_OR_RETURN(cfg_.d_model, get_int("embedding_length", 1, 1 << 16));
+  ASSIGN_OR_RETURN(cfg_.n_heads, get_int("attention.head_count", 1, 1024));
+  ASSIGN_OR_RETURN(cfg_.d_ff, get_int("feed_forward_length", 1, 1 << 18));
+  ASSIGN_OR_RETURN(cfg_.context_length, get_int("context_length", 1, 1 << 24));
+  {
+    ASSIGN_OR_RETURN(int64_t kvh, f.GetIntOr(p + "attention.head_count_kv", cfg_.n_heads));
+    if (kvh < 1 || cfg_.n_heads % kvh != 0)
+      return InvalidArgument("{}attention.head_count_kv = {} does not divide head_count {}", p,
+                             kvh, cfg_.n_heads);
+    cfg_.n_kv_heads = static_cast<int>(kvh);
+    ASSIGN_OR_RETURN(int64_t hd, f.GetIntOr(p + "attention.key_length",
+                                            cfg_.d_model / cfg_.n_heads));
+    if (hd < 2 || hd > 1024 || hd % 2 != 0)
+      return InvalidArgument("head dimension {} is not supported", hd);
+    cfg_.head_dim = static_cast<int>(hd);
+    ASSIGN_OR_RETURN(int64_t rd, f.GetIntOr(p + "rope.dimension_count", cfg_.head_dim));
+    if (rd < 2 || rd > cfg_.head_dim || rd % 2 != 0)
+      return InvalidArgument("{}rope.dimension_count = {} is invalid for head dim {}", p, rd,
+                             cfg_.head_dim);
+    cfg_.rope_dim = static_cast<int>(rd);
+    ASSIGN_OR_RETURN(double theta, f.GetFloatOr(p + "rope.freq_base", 10000.0));
+    if (!(theta > 0)) return InvalidArgument("{}rope.freq_base must be positive", p);
+    cfg_.rope_theta = static_cast<float>(theta);
+    ASSIGN_OR_RETURN(double eps, f.GetFloatOr(p + "attention.layer_norm_rms_epsilon", 1e-5));
+    if (!(eps > 0 && eps < 1)) return InvalidArgument("rms epsilon {} is invalid", eps);
+    cfg_.rms_eps = static_cast<float>(eps);
+    ASSIGN_OR_RETURN(std::string scaling, f.GetStringOr(p + "rope.scaling.type", "none"));
+    ASSIGN_OR_RETURN(double factor, f.GetFloatOr(p + "rope.scaling.factor", 1.0));
+    if (scaling == "linear") {
+      if (!(factor >= 1)) return InvalidArgument("rope scaling factor {} is invalid", factor);
+      cfg_.rope_linear_scale = static_cast<float>(factor);
+    } else if (scaling != "none") {
+      return Unimplemented("rope scaling type '{}' is not supported (none, linear)", scaling);
+    }
+  }
+  const int q_dim = cfg_.n_heads * cfg_.head_dim;
+  const int kv_dim = cfg_.n_kv_heads * cfg_.head_dim;
+
+  const GgufTensorInfo* emb = f.FindTensor("token_embd.weight");
+  if (!emb) return NotFound("tensor 'token_embd.weight' is missing");
+  if (emb->dims.size() != 2 || emb->dims[0] != cfg_.d_model)
+    return InvalidArgument("token_embd.weight has shape [{}], expected [{}, vocab]",
+                           fmt::join(emb->dims, ", "), cfg_.d_model);
+  cfg_.vocab = static_cast<int>(emb->dims[1]);
+  tok_embd_ = emb;
+  tok_embd_type_ = static_cast<DType>(emb->ggml_type);
+  if (!IsMatMulWeightType(tok_embd_type_))
+    return Unimplemented("token_embd.weight has unsupported type {}", DTypeName(tok_embd_type_));
+
+  const bool repack = options.allow_repack;
+  ASSIGN_OR_RETURN(output_norm_, GetF32(f, "output_norm.weight", cfg_.d_model));
+  if (f.FindTensor("output.weight")) {
+    ASSIGN_OR_RETURN(output_, GetMatrix(f, "output.weight", cfg_.d_model, cfg_.vocab, repack,
+                                        &weight_bytes_));
+  } else {
+    cfg_.tied_output = true;
+    ASSIGN_OR_RETURN(output_, GetMatrix(f, "token_embd.weight", cfg_.d_model, cfg_.vocab, repack,
+                                        &weight_bytes_));
+  }
+  if (const GgufTensorInfo* rf = f.FindTensor("rope_freqs.weight")) {
+    ASSIGN_OR_RETURN(rope_freqs_, GetF32(f, "rope_freqs.weight", cfg_.rope_dim / 2));
+    (void)rf;
+  }
+
+  layers_.resize(cfg_.n_layers);
+  for (int i = 0; i < cfg_.n_layers; ++i) {
+    Layer& L = layers_[i];
+    const std::string b = fmt::format("blk.{}.", i);
+    ASSIGN_OR_RETURN(L.attn_norm, GetF32(f, b + "attn_norm.weight", cfg_.d_model));
+    ASSIGN_OR_RETURN(L.ffn_norm, GetF32(f, b + "ffn_norm.weight", cfg_.d_model));
+    ASSIGN_OR_RETURN(L.wq, GetMatrix(f, b + "attn_q.weight", cfg_.d_model, q_dim, repack,
+                                     &weight_bytes_));
+    ASSIGN_OR_RETURN(L.wk, GetMatrix(f, b + "attn_k.weight", cfg_.d_model, kv_dim, repack,
+                                     &weight_bytes_));
+    ASSIGN_OR_RETURN(L.wv, GetMatrix(f, b + "attn_v.weight", cfg_.d_model, kv_dim, repack,
+                                     &weight_bytes_));
+    ASSIGN_OR_RETURN(L.wo, GetMatrix(f, b + "attn_output.weight", q_dim, cfg_.d_model, repack,
+                                     &weight_bytes_));
+    ASSIGN_OR_RETURN(L.w_gate, GetMatrix(f, b + "ffn_gate.weight", cfg_.d_model, cfg_.d_ff,
+                                         repack, &weight_bytes_));
+    ASSIGN_OR_RETURN(L.w_up, GetMatrix(f, b + "ffn_up.weight", cfg_.d_model, cfg_.d_ff, repack,
+                                       &weight_bytes_));
+    ASSIGN_OR_RETURN(L.w_down, GetMatrix(f, b + "ffn_down.weight", cfg_.d_ff, cfg_.d_model,
+                                         repack, &weight_bytes_));
+  }
+
+  // theta_i = pos * base^(-2i/d) / scale (optionally / rope_freqs[i]).
+  inv_freq_.resize(cfg_.rope_dim / 2);
+  for (int i = 0; i < cfg_.rope_dim / 2; ++i) {
+    double f_i = std::pow(static_cast<double>(cfg_.rope_theta), -2.0 * i / cfg_.rope_dim);
+    f_i /= cfg_.rope_linear_scale;
+    if (rope_freqs_) f_i /= rope_freqs_[i];
+    inv_freq_[i] = static_cast<float>(f_i);
+  }
+  scratch_ = std::make_unique<Scratch>();
+  return Status::Ok();
+}
+
+Status LlamaModel::ValidateBatch(const Batch& batch, const KvCache& kv) const {
+  const int bs = kv.shape().block_size;
+  if (kv.shape().n_layers != cfg_.n_layers || kv.shape().kv_dim() != cfg_.n_kv_heads * cfg_.head_dim)
+    return InvalidArgument("KV cache shape does not match the model");
+  int64_t covered = 0;
+  for (const auto& s : batch.seqs) {
+    if (s.n_tokens < 1 || s.token_begin != covered)
+      return InvalidArgument("batch sequences must be contiguous, non-empty slices");
+    covered += s.n_tokens;
+    if (s.pos_begin < 0 || int64_t{s.pos_begin} + s.n_tokens > cfg_.context_length)
+      return OutOfRange("positions [{}, {}) exceed the model's context length {}", s.pos_begin,
+                        s.pos_begin + s.n_tokens, cfg_.context_length);
+    int64_t need = (int64_t{s.pos_begin} + s.n_tokens + bs - 1) / bs;
+    if (static_cast<int64_t>(s.block_table.size()) < need)
+      return InvalidArgument("block table has {} blocks, {} needed", s.block_table.size(), need);
+    for (int64_t i = 0; i < need; ++i)
+      if (s.block_table[i] < 0 || s.block_table[i] >= kv.num_blocks())
+        return InvalidArgument("block id {} out of range", s.block_table[i]);
+  }
+  if (covered != static_cast<int64_t>(batch.tokens.size()))
+    return InvalidArgument("batch tokens not covered by sequences");
+  for (int32_t t : batch.tokens)
+    if (t < 0 || t >= cfg_.vocab) return InvalidArgument("token id {} out of range", t);
+  return Status::Ok();
+}
+
+Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
+                           std::vector<float>* logits) {
+  RETURN_IF_ERROR(ValidateBatch(batch, kv));
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  if (n == 0) {
+    logits->clear();
+    return Status::Ok();
+  }
+  Scratch& s = *scratch_;
+  s.Reserve(cfg_, n, pool.size());
+  const int d = cfg_.d_model;
+  const int q_dim = cfg_.n_heads * cfg_.head_dim;
+  const int kv_dim = cfg_.n_kv_heads * cfg_.head_dim;
+  const int half = cfg_.rope_dim / 2;
+  const int bs = kv.shape().block_size;
+
+  for (const auto& seq : batch.seqs)
+    for (int32_t i = 0; i < seq.n_tokens; ++i) s.pos[seq.token_begin + i] = seq.pos_begin + i;
+
+  // Embeddings and the RoPE table (shared by every layer and head).
+  const int64_t emb_row = RowBytes(tok_embd_type_, d);
+  for (int64_t t = 0; t < n; ++t) {
+    DequantizeRow(tok_embd_type_, tok_embd_->data + batch.tokens[t] * emb_row, &s.x[t * d], d);
+    for (int i = 0; i < half; ++i) {
+      float theta = static_cast<float>(s.pos[t]) * inv_freq_[i];
+      s.rope_cos[t * half + i] = std::cos(theta);
+      s.rope_sin[t * half + i] = std::sin(theta);
+    }
+  }
+
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    const Layer& L = layers_[l];
+    RmsNorm(s.x.data(), L.attn_norm, s.xn.data(), n, d, cfg_.rms_eps);
+    MatMul(L.wq, s.xn.data(), d, n, s.q.data(), q_dim, pool, s.mm);
+    MatMul(L.wk, s.xn.data(), d, n, s.k.data(), kv_dim, pool, s.mm);
+    MatMul(L.wv, s.xn.data(), d, n, s.v.data(), kv_dim, pool, s.mm);
+    RopeNorm(s.q.data(), n, cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, s.rope_cos.data(),
+             s.rope_sin.data());
+    RopeNorm(s.k.data(), n, cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, s.rope_cos.data(),
+             s.rope_sin.data());
+    for (const auto& seq : batch.seqs) {
+      for (int32_t i = 0; i < seq.n_tokens; ++i) {
+        const int64_t t = seq.token_begin + i;
+        const int32_t p = s.pos[t];
+        const int32_t block = seq.block_table[p / bs];
+        F32ToF16Row(&s.k[t * kv_dim], kv.K(l, block, p % bs), kv_dim);
+        F32ToF16Row(&s.v[t * kv_dim], kv.V(l, block, p % bs), kv_dim);
+      }
+    }
+    Attention(l, batch, s.pos, kv, pool);
+    MatMul(L.wo, s.attn.data(), q_dim, n, s.tmp.data(), d, pool, s.mm);
+    AddInPlace(s.x.data(), s.tmp.data(), n * d);
+    RmsNorm(s.x.data(), L.ffn_norm, s.xn.data(), n, d, cfg_.rms_eps);
+    MatMul(L.w_gate, s.xn.data(), d, n, s.gate.data(), cfg_.d_ff, pool, s.mm);
+    MatMul(L.w_up, s.xn.data(), d, n, s.up.data(), cfg_.d_ff, pool, s.mm);
+    SiluMul(s.gate.data(), s.up.data(), n * cfg_.d_ff);
+    MatMul(L.w_down, s.gate.data(), cfg_.d_ff, n, s.tmp.data(), d, pool, s.mm);
+    AddInPlace(s.x.data(), s.tmp.data(), n * d);
+  }
+
+  // Final norm and the output projection, only on rows whose logits are wanted.
+  int64_t rows = 0;
+  for (const auto& seq : batch.seqs) {
+    using L = BatchSequence::Logits;
+    if (seq.logits == L::kNone) continue;
+    int32_t first = seq.logits == L::kAll ? 0 : seq.n_tokens - 1;
+    for (int32_t i = first; i < seq.n_tokens; ++i, ++rows)
+      std::memcpy(&s.logit_in[rows * d], &s.x[(seq.token_begin + i) * int64_t{d}],
+                  sizeof(float) * d);
+  }
+  RmsNorm(s.logit_in.data(), output_norm_, s.logit_in.data(), rows, d, cfg_.rms_eps);
+  logits->resize(rows * cfg_.vocab);
+  if (rows > 0)
+    MatMul(output_, s.logit_in.data(), d, rows, logits->data(), cfg_.vocab, pool, s.mm);
+  return Status::Ok();
+}
+
+void LlamaModel::Attention(int layer, const Batch& batch, const std::vector<int32_t>& pos,
+                           KvCache& kv, ThreadPool& pool) {
+  Scratch& s = *scratch_;
+  const int hd = cfg_.head_dim;
+  const int group = cfg_.n_heads / cfg_.n_kv_heads;
+  const int q_dim = cfg_.n_heads * hd;
+  const int bs = kv.shape().block_size;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  // token -> its sequence, so work can be split over (token, head) items.
+  std::vector<int32_t>& seq_of = s.seq_of;
+  seq_of.resize(n);
+  for (size_t si = 0; si < batch.seqs.size(); ++si)
+    for (int32_t i = 0; i < batch.seqs[si].n_tokens; ++i)
+      seq_of[batch.seqs[si].token_begin + i] = static_cast<int32_t>(si);
+
+  const int64_t items = n * cfg_.n_heads;
+  auto body = [&](int th, int nth) {
+    std::vector<float>& sc = s.scores[th];
+    const int64_t b = items * th / nth, e = items * (th + 1) / nth;
+    for (int64_t it = b; it < e; ++it) {
+      const int64_t t = it / cfg_.n_heads;
+      const int h = static_cast<int>(it % cfg_.n_heads);
+      const int g = h / group;
+      const BatchSequence& seq = batch.seqs[seq_of[t]];
+      const int32_t n_pos = pos[t] + 1;  // causal: attend to positions 0..pos
+      if (static_cast<int32_t>(sc.size()) < n_pos) sc.resize(n_pos);
+      const float* q = &s.q[t * q_dim + h * hd];
+      float max_s = -INFINITY;
+      for (int32_t p = 0; p < n_pos; ++p) {
+        const uint16_t* kp = kv.K(layer, seq.block_table[p / bs], p % bs) + g * hd;
+        float v = DotF16F32(kp, q, hd) * scale;
+        sc[p] = v;
+        max_s = std::max(max_s, v);
+      }
+      float sum = 0;
+      for (int32_t p = 0; p < n_pos; ++p) {
+        sc[p] = std::exp(sc[p] - max_s);
+        sum += sc[p];
+      }
+      float* out = &s.attn[t * q_dim + h * hd];
+      std::fill(out, out + hd, 0.f);
+      const float inv = 1.f / sum;
+      for (int32_t p = 0; p < n_pos; ++p) {
+        const uint16_t* vp = kv.V(layer, seq.block_table[p / bs], p % bs) + g * hd;
+        AxpyF16(sc[p] * inv, vp, out, hd);
+      }
+    }
+  };
+  pool.Run(body);
+}
+
+}  // namespace brisk

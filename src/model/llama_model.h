@@ -1,0 +1,96 @@
+// The llama architecture (SmolLM2, Llama 2/3, Mistral) over GGUF weights:
+// RMSNorm, RoPE (file's theta, linear scaling, optional rope_freqs), grouped-
+// query attention over the paged KV cache, SwiGLU, tied or separate output.
+//
+// Forward() takes a flat batch of tokens from many sequences (prefill chunks
+// and decode tokens mixed); it writes each token's K/V into its sequence's
+// KV slots, then attends over the sequence's cached positions.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/gguf.h"
+#include "model/kv_cache.h"
+#include "tensor/kernels.h"
+#include "util/status.h"
+#include "util/thread_pool.h"
+
+namespace brisk {
+
+struct LlamaConfig {
+  std::string arch;
+  int n_layers = 0;
+  int d_model = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  int d_ff = 0;
+  int vocab = 0;
+  int context_length = 0;
+  int rope_dim = 0;
+  float rope_theta = 10000.f;
+  float rope_linear_scale = 1.f;  // positions are divided by this
+  float rms_eps = 1e-5f;
+  bool tied_output = false;
+};
+
+struct LoadOptions {
+  bool allow_repack = true;  // let the kernels repack weights for speed
+};
+
+class LlamaModel {
+ public:
+  static Expected<std::unique_ptr<LlamaModel>> Load(const std::string& path,
+                                                    const LoadOptions& options = {});
+  // Binds an already-open file (the model keeps it alive).
+  static Expected<std::unique_ptr<LlamaModel>> FromGguf(std::shared_ptr<const GgufFile> file,
+                                                        const LoadOptions& options = {});
+  ~LlamaModel();
+
+  const LlamaConfig& config() const { return cfg_; }
+  const GgufFile& file() const { return *file_; }
+  std::shared_ptr<const GgufFile> shared_file() const { return file_; }
+  KvCacheShape kv_shape(int block_size = 16) const {
+    return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, block_size};
+  }
+  // Bytes of weights read per decoded token (for bandwidth reports).
+  int64_t weight_bytes() const { return weight_bytes_; }
+
+  // Runs the batch. Logits rows (vocab floats each) are written to `logits`
+  // in the order Batch::NumLogitRows() describes. Errors: positions past the
+  // context, block tables too short, token ids out of range.
+  // Not thread-safe: one engine thread calls it (scratch buffers are reused).
+  Status Forward(const Batch& batch, KvCache& kv, ThreadPool& pool, std::vector<float>* logits);
+
+ private:
+  struct Layer {
+    const float* attn_norm = nullptr;
+    const float* ffn_norm = nullptr;
+    MatMulWeight wq, wk, wv, wo, w_gate, w_up, w_down;
+  };
+  struct Scratch;
+
+  LlamaModel() = default;
+  Status Bind(const LoadOptions& options);
+  Status ValidateBatch(const Batch& batch, const KvCache& kv) const;
+  void Attention(int layer, const Batch& batch, const std::vector<int32_t>& pos, KvCache& kv,
+                 ThreadPool& pool);
+
+  std::shared_ptr<const GgufFile> file_;
+  LlamaConfig cfg_;
+  const GgufTensorInfo* tok_embd_ = nullptr;
+  DType tok_embd_type_ = DType::kF32;
+  const float* output_norm_ = nullptr;
+  const float* rope_freqs_ = nullptr;  // optional per-dimension divisors
+  MatMulWeight output_;
+  std::vector<Layer> layers_;
+  std::vector<float> inv_freq_;
+  int64_t weight_bytes_ = 0;
+  std::unique_ptr<Scratch> scratch_;
+};
+
+}  // namespace brisk
