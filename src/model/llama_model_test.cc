@@ -1,0 +1,153 @@
+// Integration tests of the llama forward pass on the real default model.
+#include "model/llama_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "engine/kv_block_pool.h"
+
+namespace brisk {
+namespace {
+
+std::string ModelPath() { return std::string(BRISK_MODEL_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf"; }
+
+class LlamaModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(ModelPath())) return;
+    auto m = LlamaModel::Load(ModelPath());
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = std::move(*m).release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+  }
+  void SetUp() override {
+    if (!model_) GTEST_SKIP() << "default model not installed";
+  }
+  static LlamaModel* model_;
+};
+LlamaModel* LlamaModelTest::model_ = nullptr;
+
+std::vector<int32_t> RandomTokens(std::mt19937& rng, int n, int vocab) {
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(rng() % vocab);
+  return t;
+}
+
+float MaxAbsDiff(const float* a, const float* b, int64_t n) {
+  float m = 0;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+TEST_F(LlamaModelTest, ConfigMatchesSmolLM2) {
+  const auto& c = model_->config();
+  EXPECT_EQ(c.n_layers, 30);
+  EXPECT_EQ(c.d_model, 576);
+  EXPECT_EQ(c.n_heads, 9);
+  EXPECT_EQ(c.n_kv_heads, 3);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.d_ff, 1536);
+  EXPECT_EQ(c.vocab, 49152);
+  EXPECT_TRUE(c.tied_output);
+  EXPECT_FLOAT_EQ(c.rope_theta, 100000.f);
+}
+
+// A sequence gets the same logits alone as among 15 others of different
+// lengths, and whether its prompt runs in one pass or in chunks.
+TEST_F(LlamaModelTest, BatchedForwardMatchesSingleSequence) {
+  const int vocab = model_->config().vocab;
+  const int kSeqs = 16;
+  std::mt19937 rng(11);
+  KvCache kv(model_->kv_shape(16), 256);
+  KvBlockPool pool(256);
+  ThreadPool threads(2);
+  std::vector<std::vector<int32_t>> prompts(kSeqs), blocks(kSeqs);
+  for (int s = 0; s < kSeqs; ++s) {
+    prompts[s] = RandomTokens(rng, 1 + static_cast<int>(rng() % 40), vocab);
+    ASSERT_TRUE(pool.Allocate((prompts[s].size() + 15) / 16, &blocks[s]));
+  }
+  // Alone: every position's logits.
+  std::vector<std::vector<float>> alone(kSeqs);
+  for (int s = 0; s < kSeqs; ++s) {
+    Batch b;
+    b.Add(prompts[s], 0, blocks[s], BatchSequence::Logits::kAll);
+    ASSERT_TRUE(model_->Forward(b, kv, threads, &alone[s]).ok());
+    ASSERT_EQ(alone[s].size(), prompts[s].size() * vocab);
+  }
+  // Together, in two steps: the first half of each prompt, then the rest.
+  Batch first, second;
+  for (int s = 0; s < kSeqs; ++s) {
+    int32_t half = static_cast<int32_t>(prompts[s].size() / 2);
+    if (half > 0)
+      first.Add(std::span<const int32_t>(prompts[s]).first(half), 0, blocks[s],
+                BatchSequence::Logits::kNone);
+    second.Add(std::span<const int32_t>(prompts[s]).subspan(half), half, blocks[s],
+               BatchSequence::Logits::kAll);
+  }
+  std::vector<float> unused, together;
+  ASSERT_TRUE(model_->Forward(first, kv, threads, &unused).ok());
+  ASSERT_TRUE(model_->Forward(second, kv, threads, &together).ok());
+  int64_t row = 0;
+  float worst = 0;
+  for (int s = 0; s < kSeqs; ++s) {
+    int32_t half = static_cast<int32_t>(prompts[s].size() / 2);
+    for (size_t i = half; i < prompts[s].size(); ++i, ++row) {
+      float d = MaxAbsDiff(&together[row * vocab], &alone[s][i * vocab], vocab);
+      worst = std::max(worst, d);
+    }
+  }
+  // Logits are O(10); batching changes only float summation order.
+  EXPECT_LT(worst, 2e-2f) << "max |logit difference| between batched and single";
+}
+
+TEST_F(LlamaModelTest, RejectsBadBatches) {
+  KvCache kv(model_->kv_shape(16), 4);
+  ThreadPool threads(1);
+  std::vector<float> logits;
+  std::vector<int32_t> blocks = {0};
+  std::vector<int32_t> toks = {1, 2, 3};
+  {
+    Batch b;
+    std::vector<int32_t> bad = {model_->config().vocab};
+    b.Add(bad, 0, blocks);
+    EXPECT_EQ(model_->Forward(b, kv, threads, &logits).code(), StatusCode::kInvalidArgument);
+  }
+  {
+    Batch b;
+    b.Add(toks, 15, blocks);  // needs 2 blocks, has 1
+    EXPECT_EQ(model_->Forward(b, kv, threads, &logits).code(), StatusCode::kInvalidArgument);
+  }
+  {
+    Batch b;
+    std::vector<int32_t> big = {99};
+    b.Add(toks, model_->config().context_length - 1, big);
+    EXPECT_EQ(model_->Forward(b, kv, threads, &logits).code(), StatusCode::kOutOfRange);
+  }
+}
+
+TEST(LlamaModelFileTest, TruncatedModelIsACleanError) {
+  if (!std::filesystem::exists(ModelPath())) GTEST_SKIP() << "default model not installed";
+  std::string tmp = ::testing::TempDir() + "/truncated.gguf";
+  {
+    std::ifstream in(ModelPath(), std::ios::binary);
+    std::ofstream out(tmp, std::ios::binary);
+    std::vector<char> buf(20 << 20);
+    in.read(buf.data(), buf.size());
+    out.write(buf.data(), in.gcount());
+  }
+  auto m = LlamaModel::Load(tmp);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(m.status().message().find("truncated"), std::string::npos) << m.status().message();
+  std::filesystem::remove(tmp);
+}
+
+}  // namespace
+}  // namespace brisk
