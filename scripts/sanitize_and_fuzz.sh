@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# CI extras: every test again under AddressSanitizer + UndefinedBehaviorSanitizer,
+# then each libFuzzer target for a bounded time (FUZZ_SECONDS, default 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_SANITIZE=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" > /dev/null
+cmake --build build-asan -j"$(nproc)"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure -j"$(nproc)")
+
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_FUZZ=ON \
+  -DBRISK_TESTS=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ > /dev/null
+for t in $(cd src && ls */*_fuzz.cc | xargs -n1 basename | sed 's/\.cc$//'); do
+  cmake --build build-fuzz --target "$t" -j"$(nproc)"
+  corpus=build-fuzz/corpus-$t
+  mkdir -p "$corpus"
+  seeds=tests/fuzz_seeds/$t
+  echo "fuzzing $t for ${FUZZ_SECONDS}s"
+  ./build-fuzz/"$t" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -rss_limit_mb=2048 \
+    -print_final_stats=1 "$corpus" $( [ -d "$seeds" ] && echo "$seeds" ) 2>&1 | tail -5
+done
