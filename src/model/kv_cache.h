@@ -1,5 +1,8 @@
 // Paged KV storage: a pool of fixed-size blocks (block_size token slots), per
-// layer, holding K and V in F16. Which block belongs to which sequence is the
+// layer, holding K and V in F16. Within a block, K is stored transposed
+// ([kv_dim][block_size]: one head dimension of all slots is contiguous, so
+// attention scores a whole block with one vector FMA per dimension) and V
+// row-major ([block_size][kv_dim]). Which block belongs to which sequence is the
 // engine's business (engine/kv_block_pool.h); the forward pass reads and
 // writes slots through each sequence's block table.
 #pragma once
@@ -30,23 +33,18 @@ class KvCache {
   int64_t num_blocks() const { return num_blocks_; }
   int64_t bytes() const { return num_blocks_ * shape_.BytesPerBlock(); }
 
-  // Slot `slot` (< block_size) of block `block` in layer `layer`: kv_dim F16 values.
-  uint16_t* K(int layer, int64_t block, int slot) { return Slot(layer, block, slot, 0); }
-  uint16_t* V(int layer, int64_t block, int slot) { return Slot(layer, block, slot, 1); }
-  const uint16_t* K(int layer, int64_t block, int slot) const {
-    return const_cast<KvCache*>(this)->Slot(layer, block, slot, 0);
+  // Elements between consecutive blocks of one layer.
+  int64_t block_stride() const { return 2 * shape_.block_size * shape_.kv_dim(); }
+  // Block `block` of layer `layer`: K as [kv_dim][block_size], V as
+  // [block_size][kv_dim], F16.
+  uint16_t* KBlock(int layer, int64_t block) { return Base(layer) + block * block_stride(); }
+  uint16_t* VBlock(int layer, int64_t block) {
+    return KBlock(layer, block) + shape_.block_size * shape_.kv_dim();
   }
-  const uint16_t* V(int layer, int64_t block, int slot) const {
-    return const_cast<KvCache*>(this)->Slot(layer, block, slot, 1);
-  }
+  // Base of a layer (block 0's K), for kernels that walk block tables.
+  uint16_t* Base(int layer) { return data_.get() + layer * num_blocks_ * block_stride(); }
 
  private:
-  uint16_t* Slot(int layer, int64_t block, int slot, int kv) {
-    int64_t layer_stride = num_blocks_ * 2 * shape_.block_size * shape_.kv_dim();
-    int64_t block_stride = 2 * shape_.block_size * shape_.kv_dim();
-    return data_.get() + layer * layer_stride + block * block_stride +
-           (int64_t{kv} * shape_.block_size + slot) * shape_.kv_dim();
-  }
 
   KvCacheShape shape_;
   int64_t num_blocks_;

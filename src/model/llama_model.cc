@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <atomic>
 #include <cstring>
 
 #include "model/ops.h"
+#include "tensor/attention.h"
 
 namespace brisk {
 
@@ -13,7 +15,12 @@ namespace brisk {
 struct LlamaModel::Scratch {
   int64_t capacity = 0;  // tokens
   std::vector<float> x, xn, q, k, v, attn, tmp, gate, up, rope_cos, rope_sin, logit_in;
-  std::vector<int32_t> pos, seq_of;
+  std::vector<int32_t> pos;
+  std::vector<float> attn_scratch;
+  struct AttnItem {  // (sequence, KV head, chunk of tokens)
+    int32_t seq, kv_head, t0, n;
+  };
+  std::vector<AttnItem> attn_items;
   std::vector<std::vector<float>> scores;  // per thread, context-sized
   MatMulScratch mm;
 
@@ -278,8 +285,10 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
         const int64_t t = seq.token_begin + i;
         const int32_t p = s.pos[t];
         const int32_t block = seq.block_table[p / bs];
-        F32ToF16Row(&s.k[t * kv_dim], kv.K(l, block, p % bs), kv_dim);
-        F32ToF16Row(&s.v[t * kv_dim], kv.V(l, block, p % bs), kv_dim);
+        const int slot = p % bs;
+        uint16_t* kb = kv.KBlock(l, block);  // [kv_dim][bs]: K transposed
+        for (int e = 0; e < kv_dim; ++e) kb[int64_t{e} * bs + slot] = FloatToHalf(s.k[t * kv_dim + e]);
+        F32ToF16Row(&s.v[t * kv_dim], kv.VBlock(l, block) + int64_t{slot} * kv_dim, kv_dim);
       }
     }
     Attention(l, batch, s.pos, kv, pool);
@@ -317,46 +326,44 @@ void LlamaModel::Attention(int layer, const Batch& batch, const std::vector<int3
   const int group = cfg_.n_heads / cfg_.n_kv_heads;
   const int q_dim = cfg_.n_heads * hd;
   const int bs = kv.shape().block_size;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int64_t n = static_cast<int64_t>(batch.tokens.size());
-  // token -> its sequence, so work can be split over (token, head) items.
-  std::vector<int32_t>& seq_of = s.seq_of;
-  seq_of.resize(n);
-  for (size_t si = 0; si < batch.seqs.size(); ++si)
-    for (int32_t i = 0; i < batch.seqs[si].n_tokens; ++i)
-      seq_of[batch.seqs[si].token_begin + i] = static_cast<int32_t>(si);
-
-  const int64_t items = n * cfg_.n_heads;
-  auto body = [&](int th, int nth) {
-    std::vector<float>& sc = s.scores[th];
-    const int64_t b = items * th / nth, e = items * (th + 1) / nth;
-    for (int64_t it = b; it < e; ++it) {
-      const int64_t t = it / cfg_.n_heads;
-      const int h = static_cast<int>(it % cfg_.n_heads);
-      const int g = h / group;
-      const BatchSequence& seq = batch.seqs[seq_of[t]];
-      const int32_t n_pos = pos[t] + 1;  // causal: attend to positions 0..pos
-      if (static_cast<int32_t>(sc.size()) < n_pos) sc.resize(n_pos);
-      const float* q = &s.q[t * q_dim + h * hd];
-      float max_s = -INFINITY;
-      for (int32_t p = 0; p < n_pos; ++p) {
-        const uint16_t* kp = kv.K(layer, seq.block_table[p / bs], p % bs) + g * hd;
-        float v = DotF16F32(kp, q, hd) * scale;
-        sc[p] = v;
-        max_s = std::max(max_s, v);
-      }
-      float sum = 0;
-      for (int32_t p = 0; p < n_pos; ++p) {
-        sc[p] = std::exp(sc[p] - max_s);
-        sum += sc[p];
-      }
-      float* out = &s.attn[t * q_dim + h * hd];
-      std::fill(out, out + hd, 0.f);
-      const float inv = 1.f / sum;
-      for (int32_t p = 0; p < n_pos; ++p) {
-        const uint16_t* vp = kv.V(layer, seq.block_table[p / bs], p % bs) + g * hd;
-        AxpyF16(sc[p] * inv, vp, out, hd);
-      }
+  // Work items: (sequence, KV head, chunk of up to kChunk tokens), taken
+  // dynamically (later chunks of a long prompt cost more).
+  constexpr int kChunk = 32;
+  auto& items = s.attn_items;
+  items.clear();
+  for (size_t si = 0; si < batch.seqs.size(); ++si) {
+    const BatchSequence& seq = batch.seqs[si];
+    for (int32_t t0 = 0; t0 < seq.n_tokens; t0 += kChunk)
+      for (int g = 0; g < cfg_.n_kv_heads; ++g)
+        items.push_back({static_cast<int32_t>(si), g, t0, std::min(kChunk, seq.n_tokens - t0)});
+  }
+  const int64_t scratch_floats = AttentionScratchFloats(kChunk * group, hd, bs);
+  if (static_cast<int64_t>(s.attn_scratch.size()) < scratch_floats * pool.size())
+    s.attn_scratch.resize(scratch_floats * pool.size());
+  std::atomic<size_t> next{0};
+  uint16_t* base = kv.Base(layer);
+  auto body = [&](int th, int) {
+    float* scratch = s.attn_scratch.data() + th * scratch_floats;
+    for (size_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < items.size();) {
+      const Scratch::AttnItem& it = items[k];
+      const BatchSequence& seq = batch.seqs[it.seq];
+      const int64_t t = seq.token_begin + it.t0;
+      AttentionChunk a;
+      a.q = &s.q[t * q_dim + int64_t{it.kv_head} * group * hd];
+      a.out = &s.attn[t * q_dim + int64_t{it.kv_head} * group * hd];
+      a.q_stride = q_dim;
+      a.n_tokens = it.n;
+      a.group = group;
+      a.head_dim = hd;
+      a.first_pos = pos[t];
+      a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      a.k_base = base + int64_t{it.kv_head} * hd * bs;
+      a.v_base = base + int64_t{bs} * kv.shape().kv_dim() + int64_t{it.kv_head} * hd;
+      a.block_table = seq.block_table.data();
+      a.block_size = bs;
+      a.block_stride = kv.block_stride();
+      a.v_row_stride = kv.shape().kv_dim();
+      AttentionCausal(a, scratch);
     }
   };
   pool.Run(body);

@@ -1,0 +1,45 @@
+#include "tensor/attention.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace brisk {
+namespace {
+#include "tensor/attention_impl.inc"
+
+using AttentionFn = void (*)(const AttentionChunk&, float*);
+
+AttentionFn Select() {
+#if defined(__x86_64__)
+  const char* force = std::getenv("BRISK_KERNELS");
+  const bool has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl");
+  const bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+  if (force && std::strcmp(force, "scalar") == 0) return attention_internal::AttentionScalar;
+  if (force && std::strcmp(force, "avx2") == 0 && has2) return attention_internal::AttentionAvx2;
+  if (has512) return attention_internal::AttentionAvx512;
+  if (has2) return attention_internal::AttentionAvx2;
+#endif
+  return attention_internal::AttentionScalar;
+}
+}  // namespace
+
+namespace attention_internal {
+void AttentionScalar(const AttentionChunk& a, float* scratch) { AttentionImpl(a, scratch); }
+}  // namespace attention_internal
+
+int64_t AttentionScratchFloats(int n_rows, int head_dim, int block_size) {
+  return int64_t{n_rows} * (head_dim + 2) + 2 * int64_t{head_dim} * block_size + 64;
+}
+
+void AttentionCausal(const AttentionChunk& a, float* scratch) {
+  static const AttentionFn fn = Select();
+  fn(a, scratch);
+}
+
+}  // namespace brisk

@@ -1,0 +1,52 @@
+// Causal attention of a chunk of query tokens of one sequence against its
+// paged F16 K/V history, for one KV head and the query heads that share it
+// (GQA). Works block by block with an online softmax (running max and sum,
+// flash-attention style): each K/V block is converted to f32 once, in L1,
+// and used by every query row of the chunk. K blocks are stored transposed
+// ([head dims][block_size]), so one block's scores are one vector FMA per
+// head dimension. Compiled per CPU target like the matmul kernels.
+#pragma once
+
+#include <cstdint>
+
+namespace brisk {
+
+struct AttentionChunk {
+  // Queries: row (i, h) for token i < n_tokens, head h < group is at
+  // q + i * q_stride + h * head_dim. Output rows use the same layout.
+  const float* q = nullptr;
+  float* out = nullptr;
+  int64_t q_stride = 0;
+  int n_tokens = 0;
+  int group = 1;
+  int head_dim = 0;
+  // Token i attends to positions [0, first_pos + i] (inclusive).
+  int32_t first_pos = 0;
+  float scale = 1.f;
+  // Paged history: position p is slot p % block_size of block
+  // block_table[p / block_size]. For block b, this head's K is
+  // [head_dim][block_size] at k_base + b * block_stride, and its V rows are at
+  // v_base + b * block_stride + slot * v_row_stride (head_dim values each).
+  const uint16_t* k_base = nullptr;
+  const uint16_t* v_base = nullptr;
+  const int32_t* block_table = nullptr;
+  int block_size = 16;  // a multiple of 16
+  int64_t block_stride = 0;
+  int64_t v_row_stride = 0;
+};
+
+// Floats of scratch one call needs (per-row softmax state and f32 blocks).
+int64_t AttentionScratchFloats(int n_rows, int head_dim, int block_size);
+
+// `scratch` holds AttentionScratchFloats(n_tokens * group, head_dim,
+// block_size) floats.
+void AttentionCausal(const AttentionChunk& a, float* scratch);
+
+// Entry points per target (internal; tests compare them).
+namespace attention_internal {
+void AttentionScalar(const AttentionChunk& a, float* scratch);
+void AttentionAvx2(const AttentionChunk& a, float* scratch);
+void AttentionAvx512(const AttentionChunk& a, float* scratch);
+}  // namespace attention_internal
+
+}  // namespace brisk
