@@ -60,8 +60,8 @@ void RunCase(const Case& c, void (*fn)(const AttentionChunk&, float*)) {
   a.block_size = c.block_size;
   a.block_stride = block_stride;
   a.v_row_stride = kv_dim;
-  std::vector<float> scratch(AttentionScratchFloats(c.n_tokens * c.group, c.head_dim,
-                                                    c.block_size));
+  std::vector<float> scratch(
+      AttentionScratchFloats(c.n_tokens * c.group, c.head_dim, c.block_size));
   fn(a, scratch.data());
   double worst = 0;
   for (int i = 0; i < c.n_tokens; ++i) {
@@ -97,8 +97,8 @@ TEST(AttentionTest, EveryVariantMatchesReference) {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
     fns.push_back(attention_internal::AttentionAvx512);
-  const Case cases[] = {{1, 0, 1, 64, 16},  {1, 0, 3, 64, 16},   {5, 0, 3, 64, 16},
-                        {1, 37, 3, 64, 16}, {7, 15, 3, 64, 16},  {32, 100, 3, 64, 16},
+  const Case cases[] = {{1, 0, 1, 64, 16},  {1, 0, 3, 64, 16},    {5, 0, 3, 64, 16},
+                        {1, 37, 3, 64, 16}, {7, 15, 3, 64, 16},   {32, 100, 3, 64, 16},
                         {3, 16, 2, 32, 16}, {17, 47, 4, 128, 32}, {1, 200, 3, 64, 32}};
   for (auto fn : fns)
     for (const auto& c : cases) RunCase(c, fn);
