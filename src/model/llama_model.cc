@@ -87,7 +87,8 @@ Expected<const float*> GetF32(const GgufFile& f, const std::string& name, int64_
 }
 
 Expected<MatMulWeight> GetMatrix(const GgufFile& f, const std::string& name, int64_t k,
-                                 int64_t rows, bool allow_repack, int64_t* bytes) {
+                                 int64_t rows, bool allow_repack, int64_t* bytes,
+                                 std::vector<std::unique_ptr<float[]>>* f32_store) {
   ASSIGN_OR_RETURN(const GgufTensorInfo* t, GetTensor(f, name, {k, rows}));
   auto type = static_cast<DType>(t->ggml_type);
   if (!IsMatMulWeightType(type))
@@ -95,6 +96,13 @@ Expected<MatMulWeight> GetMatrix(const GgufFile& f, const std::string& name, int
                          "Q4_0, Q4_1, Q4_K, Q6_K",
                          name, DTypeName(type));
   *bytes += static_cast<int64_t>(t->size_bytes);
+  if (f32_store) {
+    // Reference mode: exact f32 weights, f32 activations (no 8-bit rounding).
+    auto& buf = f32_store->emplace_back(new float[rows * k]);
+    for (int64_t r = 0; r < rows; ++r)
+      DequantizeRow(type, t->data + r * RowBytes(type, k), buf.get() + r * k, k);
+    return PrepareMatMulWeight(DType::kF32, buf.get(), rows, k, false);
+  }
   auto w = PrepareMatMulWeight(type, t->data, rows, k, allow_repack);
   if (!w.ok()) return w.status().WithContext(fmt::format("tensor '{}'", name));
   return w;
@@ -166,14 +174,15 @@ Status LlamaModel::Bind(const LoadOptions& options) {
     return Unimplemented("token_embd.weight has unsupported type {}", DTypeName(tok_embd_type_));
 
   const bool repack = options.allow_repack;
+  auto* f32 = options.dequantize_to_f32 ? &f32_weights_ : nullptr;
   ASSIGN_OR_RETURN(output_norm_, GetF32(f, "output_norm.weight", cfg_.d_model));
   if (f.FindTensor("output.weight")) {
     ASSIGN_OR_RETURN(output_, GetMatrix(f, "output.weight", cfg_.d_model, cfg_.vocab, repack,
-                                        &weight_bytes_));
+                                        &weight_bytes_, f32));
   } else {
     cfg_.tied_output = true;
     ASSIGN_OR_RETURN(output_, GetMatrix(f, "token_embd.weight", cfg_.d_model, cfg_.vocab, repack,
-                                        &weight_bytes_));
+                                        &weight_bytes_, f32));
   }
   if (const GgufTensorInfo* rf = f.FindTensor("rope_freqs.weight")) {
     ASSIGN_OR_RETURN(rope_freqs_, GetF32(f, "rope_freqs.weight", cfg_.rope_dim / 2));
@@ -187,19 +196,19 @@ Status LlamaModel::Bind(const LoadOptions& options) {
     ASSIGN_OR_RETURN(L.attn_norm, GetF32(f, b + "attn_norm.weight", cfg_.d_model));
     ASSIGN_OR_RETURN(L.ffn_norm, GetF32(f, b + "ffn_norm.weight", cfg_.d_model));
     ASSIGN_OR_RETURN(L.wq, GetMatrix(f, b + "attn_q.weight", cfg_.d_model, q_dim, repack,
-                                     &weight_bytes_));
+                                     &weight_bytes_, f32));
     ASSIGN_OR_RETURN(L.wk, GetMatrix(f, b + "attn_k.weight", cfg_.d_model, kv_dim, repack,
-                                     &weight_bytes_));
+                                     &weight_bytes_, f32));
     ASSIGN_OR_RETURN(L.wv, GetMatrix(f, b + "attn_v.weight", cfg_.d_model, kv_dim, repack,
-                                     &weight_bytes_));
+                                     &weight_bytes_, f32));
     ASSIGN_OR_RETURN(L.wo, GetMatrix(f, b + "attn_output.weight", q_dim, cfg_.d_model, repack,
-                                     &weight_bytes_));
+                                     &weight_bytes_, f32));
     ASSIGN_OR_RETURN(L.w_gate, GetMatrix(f, b + "ffn_gate.weight", cfg_.d_model, cfg_.d_ff,
-                                         repack, &weight_bytes_));
+                                         repack, &weight_bytes_, f32));
     ASSIGN_OR_RETURN(L.w_up, GetMatrix(f, b + "ffn_up.weight", cfg_.d_model, cfg_.d_ff, repack,
-                                       &weight_bytes_));
+                                       &weight_bytes_, f32));
     ASSIGN_OR_RETURN(L.w_down, GetMatrix(f, b + "ffn_down.weight", cfg_.d_ff, cfg_.d_model,
-                                         repack, &weight_bytes_));
+                                         repack, &weight_bytes_, f32));
   }
 
   // theta_i = pos * base^(-2i/d) / scale (optionally / rope_freqs[i]).

@@ -40,6 +40,9 @@ struct LlamaConfig {
 
 struct LoadOptions {
   bool allow_repack = true;  // let the kernels repack weights for speed
+  // Reference mode: dequantize every matrix to f32 at load, so matmuls run
+  // without 8-bit activation rounding (4-8x the memory; for evaluation).
+  bool dequantize_to_f32 = false;
 };
 
 class LlamaModel {
@@ -91,6 +94,7 @@ class LlamaModel {
   std::vector<float> inv_freq_;
   int64_t weight_bytes_ = 0;
   std::unique_ptr<Scratch> scratch_;
+  std::vector<std::unique_ptr<float[]>> f32_weights_;  // dequantize_to_f32 only
 };
 
 }  // namespace brisk

@@ -1,0 +1,273 @@
+// Kernel dispatch and the MatMul driver: pick the ISA table once, quantize the
+// activations once per call, split rows across threads.
+#include "tensor/kernels.h"
+
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+
+#include "tensor/kernel_table.h"
+
+namespace brisk {
+namespace {
+
+bool CpuHasAvx2() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+#else
+  return false;
+#endif
+}
+
+bool CpuHasAvx512() {
+#if defined(__x86_64__)
+  return CpuHasAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
+const KernelTable* SelectTable() {
+  const char* force = std::getenv("BRISK_KERNELS");
+  if (force != nullptr) {
+    if (std::strcmp(force, "scalar") == 0) return GetScalarTable();
+    if (std::strcmp(force, "avx2") == 0 && CpuHasAvx2()) return GetAvx2Table();
+    if (std::strcmp(force, "avx512") == 0 && CpuHasAvx512()) return GetAvx512Table();
+  }
+  if (CpuHasAvx512()) return GetAvx512Table();
+  if (CpuHasAvx2()) return GetAvx2Table();
+  return GetScalarTable();
+}
+
+const KernelTable& Active() {
+  static const KernelTable* table = SelectTable();
+  return *table;
+}
+
+int KindOf(DType t) {
+  switch (t) {
+    case DType::kF32: return kKindF32;
+    case DType::kF16: return kKindF16;
+    case DType::kBF16: return kKindBF16;
+    case DType::kQ8_0: return kKindQ8_0;
+    case DType::kQ4_0: return kKindQ4_0;
+    case DType::kQ4_1: return kKindQ4_1;
+    case DType::kQ4_K: return kKindQ4_K;
+    case DType::kQ6_K: return kKindQ6_K;
+    default: return -1;
+  }
+}
+
+bool IsFloatKind(int kind) { return kind <= kKindBF16; }
+int GroupSize(int kind) { return kind == kKindQ6_K ? 16 : 32; }
+int ZeroPoint(int kind) {
+  switch (kind) {
+    case kKindQ4_0: return 8;
+    case kKindQ8_0: return 128;
+    case kKindQ6_K: return 32;
+    default: return 0;
+  }
+}
+
+int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+// Runs one matmul with `table`. `w` is GGUF rows (row_bytes apart), or
+// packed panels when `packed` (then rows are split in whole panels).
+void Run(const KernelTable& table, int kind, const uint8_t* w, int64_t row_bytes, bool packed,
+         int64_t rows, int64_t k, const float* x, int64_t ldx, int64_t n_tokens, float* y,
+         int64_t ldy, ThreadPool& pool, MatMulScratch& scratch) {
+  if (rows <= 0 || n_tokens <= 0) return;
+  const int n_threads = pool.size();
+  const int64_t tmp_bytes = AlignUp(BRISK_MATMUL_TMP_BYTES(k, n_tokens), 64);
+  MatMulTask base;
+  base.row_bytes = row_bytes;
+  base.k = k;
+  base.n_tokens = n_tokens;
+  base.ldy = ldy;
+  const bool quantized = !IsFloatKind(kind);
+  const int G = GroupSize(kind);
+  const int64_t nb = k / G, q_stride = AlignUp(k, 64);
+  const int64_t scales_bytes = AlignUp(n_tokens * nb * 4, 64);
+  const int64_t act_bytes = quantized ? n_tokens * q_stride + 2 * scales_bytes : 0;
+  uint8_t* buf = scratch.Reserve(static_cast<size_t>(act_bytes + tmp_bytes * n_threads));
+  if (!quantized) {
+    base.x = x;
+    base.ldx = ldx;
+  } else {
+    auto* q = reinterpret_cast<int8_t*>(buf);
+    auto* d = reinterpret_cast<float*>(buf + n_tokens * q_stride);
+    uint8_t* aux = buf + n_tokens * q_stride + scales_bytes;
+    const int zp = ZeroPoint(kind);
+    auto quantize = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        table.quantize_acts(x + t * ldx, k, G, zp, q + t * q_stride, d + t * nb, aux + t * nb * 4);
+    };
+    if (n_threads == 1 || n_tokens * k < (1 << 15)) {
+      quantize(0, n_tokens);
+    } else {
+      pool.ParallelFor(n_tokens, 1, quantize);
+    }
+    base.xq.q = q;
+    base.xq.q_stride = q_stride;
+    base.xq.d = d;
+    base.xq.aux = aux;
+    base.xq.nb = nb;
+  }
+  // Threads take contiguous runs of `grain` rows, so each streams its own rows.
+  const int64_t grain = table.panel_rows > 1 ? table.panel_rows : 4;
+  const int64_t units = (rows + grain - 1) / grain;
+  const int64_t panel_bytes = packed ? table.packed_panel_bytes(kind, k) : 0;
+  const MatMulFn fn = packed ? table.matmul_packed[kind] : table.matmul[kind];
+  auto task = [&](int t, int nt) {
+    int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
+    int64_t r0 = u0 * grain, r1 = u1 * grain < rows ? u1 * grain : rows;
+    if (r0 >= r1) return;
+    MatMulTask mt = base;
+    mt.rows = r1 - r0;
+    mt.w = packed ? w + u0 * panel_bytes : w + r0 * row_bytes;
+    mt.y = y + r0;
+    mt.tmp = buf + act_bytes + tmp_bytes * t;
+    fn(&mt);
+  };
+  if (n_threads == 1 || units < 2) {
+    task(0, 1);
+  } else {
+    pool.Run(task);
+  }
+}
+
+void RunRaw(const KernelTable& table, DType wtype, const void* w, int64_t rows, int64_t k,
+            const float* x, int64_t ldx, int64_t n_tokens, float* y, int64_t ldy, ThreadPool& pool,
+            MatMulScratch& scratch) {
+  const int kind = KindOf(wtype);
+  const int64_t row_bytes = RowBytes(wtype, k);
+  assert(kind >= 0 && row_bytes > 0 && "MatMul: unsupported type or bad k");
+  if (kind < 0 || row_bytes <= 0) return;
+  Run(table, kind, static_cast<const uint8_t*>(w), row_bytes, false, rows, k, x, ldx, n_tokens, y,
+      ldy, pool, scratch);
+}
+
+}  // namespace
+
+MatMulScratch::MatMulScratch() = default;
+MatMulScratch::~MatMulScratch() { std::free(data_); }
+
+uint8_t* MatMulScratch::Reserve(size_t bytes) {
+  if (bytes > size_) {
+    std::free(data_);
+    size_t n = (bytes + bytes / 4 + 4095) / 4096 * 4096;
+    data_ = static_cast<uint8_t*>(std::aligned_alloc(64, n));
+    assert(data_ != nullptr);
+    size_ = n;
+  }
+  return data_;
+}
+
+const KernelTable& ActiveKernels() { return Active(); }
+const char* ActiveKernelVariant() { return Active().name; }
+const char* KernelTableName(const KernelTable& table) { return table.name; }
+
+std::vector<const KernelTable*> AvailableKernelTables() {
+  std::vector<const KernelTable*> out = {GetScalarTable()};
+  if (CpuHasAvx2()) out.push_back(GetAvx2Table());
+  if (CpuHasAvx512()) out.push_back(GetAvx512Table());
+  return out;
+}
+
+void MatMulWith(const KernelTable& table, DType wtype, const void* w, int64_t rows, int64_t k,
+                const float* x, int64_t ldx, int64_t n_tokens, float* y, int64_t ldy,
+                ThreadPool& pool, MatMulScratch& scratch) {
+  RunRaw(table, wtype, w, rows, k, x, ldx, n_tokens, y, ldy, pool, scratch);
+}
+
+void MatMul(DType wtype, const void* w, int64_t rows, int64_t k, const float* x, int64_t n_tokens,
+            float* y, ThreadPool& pool, MatMulScratch& scratch) {
+  RunRaw(Active(), wtype, w, rows, k, x, k, n_tokens, y, rows, pool, scratch);
+}
+
+void MatMulStrided(DType wtype, const void* w, int64_t rows, int64_t k, const float* x, int64_t ldx,
+                   int64_t n_tokens, float* y, int64_t ldy, ThreadPool& pool,
+                   MatMulScratch& scratch) {
+  RunRaw(Active(), wtype, w, rows, k, x, ldx, n_tokens, y, ldy, pool, scratch);
+}
+
+Expected<MatMulWeight> PrepareMatMulWeightFor(const KernelTable& table, DType type, const void* w,
+                                              int64_t rows, int64_t k) {
+  const int kind = KindOf(type);
+  if (kind < 0) return Unimplemented("no matmul kernel for weight type {}", DTypeName(type));
+  const int64_t row_bytes = RowBytes(type, k);
+  if (rows <= 0 || k <= 0 || row_bytes <= 0) {
+    return InvalidArgument(
+        "bad {} weight shape {} x {} (k must be a positive multiple of the "
+        "block size)",
+        DTypeName(type), rows, k);
+  }
+  MatMulWeight mw;
+  mw.type = type;
+  mw.rows = rows;
+  mw.k = k;
+  mw.gguf = w;
+  const int64_t panel_bytes = table.packed_panel_bytes(kind, k);
+  if (panel_bytes > 0 && table.pack_panel[kind] != nullptr && table.matmul_packed[kind]) {
+    const int64_t P = table.panel_rows;
+    const int64_t panels = (rows + P - 1) / P;
+    std::shared_ptr<uint8_t[]> buf(
+        static_cast<uint8_t*>(std::aligned_alloc(64, AlignUp(panels * panel_bytes, 64))),
+        [](uint8_t* p) { std::free(p); });
+    if (!buf) return ResourceExhausted("out of memory repacking a {}x{} weight", rows, k);
+    const auto* src = static_cast<const uint8_t*>(w);
+    for (int64_t p = 0; p < panels; ++p) {
+      int64_t valid = rows - p * P < P ? rows - p * P : P;
+      table.pack_panel[kind](src + p * P * row_bytes, row_bytes, valid, k,
+                             buf.get() + p * panel_bytes);
+    }
+    mw.packed = std::move(buf);
+    mw.packed_for = &table;
+  }
+  return mw;
+}
+
+Expected<MatMulWeight> PrepareMatMulWeight(DType type, const void* w, int64_t rows, int64_t k,
+                                           bool allow_repack) {
+  if (!allow_repack) return PrepareMatMulWeightFor(*GetScalarTable(), type, w, rows, k);
+  return PrepareMatMulWeightFor(Active(), type, w, rows, k);
+}
+
+void MatMulWith(const KernelTable& table, const MatMulWeight& w, const float* x, int64_t ldx,
+                int64_t n_tokens, float* y, int64_t ldy, ThreadPool& pool, MatMulScratch& scratch) {
+  if (w.packed != nullptr && w.packed_for == &table) {
+    Run(table, KindOf(w.type), w.packed.get(), 0, true, w.rows, w.k, x, ldx, n_tokens, y, ldy, pool,
+        scratch);
+  } else {
+    RunRaw(table, w.type, w.gguf, w.rows, w.k, x, ldx, n_tokens, y, ldy, pool, scratch);
+  }
+}
+
+void MatMul(const MatMulWeight& w, const float* x, int64_t ldx, int64_t n_tokens, float* y,
+            int64_t ldy, ThreadPool& pool, MatMulScratch& scratch) {
+  MatMulWith(Active(), w, x, ldx, n_tokens, y, ldy, pool, scratch);
+}
+
+void MatMul(const MatMulWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatMulScratch& scratch) {
+  MatMulWith(Active(), w, x, w.k, n_tokens, y, w.rows, pool, scratch);
+}
+
+float DotF16F32(const uint16_t* a, const float* b, int64_t n) {
+  return Active().dot_f16_f32(a, b, n);
+}
+void AxpyF16(float alpha, const uint16_t* x, float* y, int64_t n) {
+  Active().axpy_f16(alpha, x, y, n);
+}
+void F32ToF16Row(const float* src, uint16_t* dst, int64_t n) { Active().f32_to_f16(src, dst, n); }
+void F16ToF32Row(const uint16_t* src, float* dst, int64_t n) { Active().f16_to_f32(src, dst, n); }
+float DotF32(const float* a, const float* b, int64_t n) { return Active().dot_f32(a, b, n); }
+void AxpyF32(float alpha, const float* x, float* y, int64_t n) {
+  Active().axpy_f32(alpha, x, y, n);
+}
+void ScaleF32(float* x, float s, int64_t n) { Active().scale_f32(x, s, n); }
+
+}  // namespace brisk

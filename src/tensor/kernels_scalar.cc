@@ -1,0 +1,213 @@
+// The scalar reference kernel table: plain C++, one group at a time. SIMD
+// tables must agree with it up to float summation order.
+#include <cmath>
+
+#include "tensor/kernel_table.h"
+#include "tensor/kernels.h"
+
+namespace brisk {
+namespace {
+
+void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Group g of a GGUF row as integers v[] with w = dw*v + c. For zero-point
+// kinds v is signed (q - z) and c = 0; for min kinds v = q and c = min.
+void DecodeGroup(int kind, const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  *c = 0;
+  switch (kind) {
+    case kKindQ4_0: {
+      const auto* b = reinterpret_cast<const BlockQ4_0*>(row) + g;
+      *dw = HalfToFloat(b->d);
+      for (int j = 0; j < 16; ++j) {
+        v[j] = (b->qs[j] & 0xF) - 8;
+        v[j + 16] = (b->qs[j] >> 4) - 8;
+      }
+      return;
+    }
+    case kKindQ4_1: {
+      const auto* b = reinterpret_cast<const BlockQ4_1*>(row) + g;
+      *dw = HalfToFloat(b->d);
+      *c = HalfToFloat(b->m);
+      for (int j = 0; j < 16; ++j) {
+        v[j] = b->qs[j] & 0xF;
+        v[j + 16] = b->qs[j] >> 4;
+      }
+      return;
+    }
+    case kKindQ8_0: {
+      const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + g;
+      *dw = HalfToFloat(b->d);
+      for (int j = 0; j < 32; ++j) v[j] = b->qs[j];
+      return;
+    }
+    case kKindQ4_K: {  // 8 groups of 32 per super-block
+      const auto* b = reinterpret_cast<const BlockQ4_K*>(row) + g / 8;
+      int j = static_cast<int>(g % 8), sc, m;
+      ScaleMinK4(j, b->scales, &sc, &m);
+      *dw = HalfToFloat(b->d) * static_cast<float>(sc);
+      *c = -HalfToFloat(b->dmin) * static_cast<float>(m);
+      const uint8_t* q = b->qs + 32 * (j / 2);
+      for (int l = 0; l < 32; ++l) v[l] = (j & 1) ? q[l] >> 4 : q[l] & 0xF;
+      return;
+    }
+    case kKindQ6_K: {  // 16 groups of 16 per super-block
+      const auto* b = reinterpret_cast<const BlockQ6_K*>(row) + g / 16;
+      int j = static_cast<int>(g % 16);
+      int h = j / 8, quarter = (j % 8) / 2, half = j % 2;  // element 128h + 32*quarter + 16*half
+      *dw = HalfToFloat(b->d) * static_cast<float>(b->scales[j]);
+      const uint8_t* ql = b->ql + 64 * h + (quarter & 1) * 32 + 16 * half;
+      const uint8_t* qh = b->qh + 32 * h + 16 * half;
+      int lshift = (quarter >= 2) ? 4 : 0, hshift = 2 * quarter;
+      for (int l = 0; l < 16; ++l)
+        v[l] = (((ql[l] >> lshift) & 0xF) | ((qh[l] >> hshift) & 3) << 4) - 32;
+      return;
+    }
+    default: return;
+  }
+}
+
+int GroupSize(int kind) { return kind == kKindQ6_K ? 16 : 32; }
+bool HasMin(int kind) { return kind == kKindQ4_1 || kind == kKindQ4_K; }
+
+void MatMulQuant(int kind, const MatMulTask* t) {
+  const int G = GroupSize(kind);
+  const int64_t ng = t->k / G;
+  int v[32];
+  for (int64_t r = 0; r < t->rows; ++r) {
+    const uint8_t* row = t->w + r * t->row_bytes;
+    for (int64_t n = 0; n < t->n_tokens; ++n) {
+      const int8_t* xq = t->xq.q + n * t->xq.q_stride;
+      const float* xd = t->xq.d + n * t->xq.nb;
+      const float* xs = static_cast<const float*>(t->xq.aux) + n * t->xq.nb;
+      float acc = 0;
+      for (int64_t g = 0; g < ng; ++g) {
+        float dw, c;
+        DecodeGroup(kind, row, g, v, &dw, &c);
+        int isum = 0;
+        for (int l = 0; l < G; ++l) isum += v[l] * xq[g * G + l];
+        acc += dw * (xd[g] * static_cast<float>(isum));
+        if (HasMin(kind)) acc += c * xs[g];
+      }
+      t->y[n * t->ldy + r] = acc;
+    }
+  }
+}
+
+template <int kKind>
+void MatMulQ(const MatMulTask* t) {
+  MatMulQuant(kKind, t);
+}
+
+template <typename Load>
+void MatMulFloat(const MatMulTask* t, Load load) {
+  for (int64_t r = 0; r < t->rows; ++r) {
+    const uint8_t* row = t->w + r * t->row_bytes;
+    for (int64_t n = 0; n < t->n_tokens; ++n) {
+      const float* x = t->x + n * t->ldx;
+      float acc = 0;
+      for (int64_t i = 0; i < t->k; ++i) acc += load(row, i) * x[i];
+      t->y[n * t->ldy + r] = acc;
+    }
+  }
+}
+
+void MatMulF32(const MatMulTask* t) {
+  MatMulFloat(t,
+              [](const uint8_t* row, int64_t i) { return reinterpret_cast<const float*>(row)[i]; });
+}
+void MatMulF16(const MatMulTask* t) {
+  MatMulFloat(t, [](const uint8_t* row, int64_t i) {
+    return HalfToFloat(reinterpret_cast<const uint16_t*>(row)[i]);
+  });
+}
+void MatMulBF16(const MatMulTask* t) {
+  MatMulFloat(t, [](const uint8_t* row, int64_t i) {
+    return BF16ToFloat(reinterpret_cast<const uint16_t*>(row)[i]);
+  });
+}
+
+void QuantizeActs(const float* x, int64_t n, int group, int zero_point, int8_t* q, float* d,
+                  void* aux) {
+  for (int64_t g = 0; g < n / group; ++g) {
+    const float* xg = x + g * group;
+    float amax = 0;
+    for (int i = 0; i < group; ++i) amax = std::fmax(amax, std::fabs(xg[i]));
+    float id = amax > 0 ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int i = 0; i < group; ++i) {
+      int v = static_cast<int>(std::nearbyint(xg[i] * id));
+      q[g * group + i] = static_cast<int8_t>(v);
+      sum += v;
+    }
+    // 32-element groups are ggml's Q8_0/Q8_1 blocks: scale and sum term in
+    // fp16, as ggml stores them (see vec_ops.inc).
+    const float d32 = amax / 127.0f;
+    d[g] = group == 32 ? HalfToFloat(FloatToHalf(d32)) : d32;
+    if (zero_point == 0) {
+      const float s32 = d32 * static_cast<float>(sum);
+      static_cast<float*>(aux)[g] = group == 32 ? HalfToFloat(FloatToHalf(s32)) : s32;
+    } else {
+      static_cast<int32_t*>(aux)[g] = -zero_point * sum;
+    }
+  }
+}
+
+float RefDotF16F32(const uint16_t* a, const float* b, int64_t n) {
+  float acc = 0;
+  for (int64_t i = 0; i < n; ++i) acc += HalfToFloat(a[i]) * b[i];
+  return acc;
+}
+void RefAxpyF16(float alpha, const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * HalfToFloat(x[i]);
+}
+void RefF32ToF16(const float* src, uint16_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
+}
+void RefF16ToF32(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
+}
+float RefDotF32(const float* a, const float* b, int64_t n) {
+  float acc = 0;
+  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
+  return acc;
+}
+void RefAxpyF32(float alpha, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+void RefScaleF32(float* x, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+int64_t NoPackedBytes(int, int64_t) { return 0; }
+
+const KernelTable kScalarTable = {
+    "scalar",
+    1,
+    {MatMulF32, MatMulF16, MatMulBF16, MatMulQ<kKindQ8_0>, MatMulQ<kKindQ4_0>, MatMulQ<kKindQ4_1>,
+     MatMulQ<kKindQ4_K>, MatMulQ<kKindQ6_K>},
+    NoPackedBytes,
+    {},
+    {},
+    QuantizeActs,
+    RefDotF16F32,
+    RefAxpyF16,
+    RefF32ToF16,
+    RefF16ToF32,
+    RefDotF32,
+    RefAxpyF32,
+    RefScaleF32,
+};
+
+}  // namespace
+
+const KernelTable* GetScalarTable() { return &kScalarTable; }
+
+}  // namespace brisk
