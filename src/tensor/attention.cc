@@ -1,4 +1,5 @@
 #include "tensor/attention.h"
+#include "tensor/cpu_features.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -16,10 +17,8 @@ using AttentionFn = void (*)(const AttentionChunk&, float*);
 AttentionFn Select() {
 #if defined(__x86_64__)
   const char* force = std::getenv("BRISK_KERNELS");
-  const bool has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl");
-  const bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  const bool has512 = GetCpuFeatures().avx512;
+  const bool has2 = GetCpuFeatures().avx2;
   if (force && std::strcmp(force, "scalar") == 0) return attention_internal::AttentionScalar;
   if (force && std::strcmp(force, "avx2") == 0 && has2) return attention_internal::AttentionAvx2;
   if (has512) return attention_internal::AttentionAvx512;

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "tensor/cpu_features.h"
 #include "tensor/kernels.h"
 
 namespace brisk {
@@ -91,11 +92,9 @@ void RunCase(const Case& c, void (*fn)(const AttentionChunk&, float*)) {
 
 TEST(AttentionTest, EveryVariantMatchesReference) {
   std::vector<void (*)(const AttentionChunk&, float*)> fns = {attention_internal::AttentionScalar};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c"))
+  if (GetCpuFeatures().avx2)
     fns.push_back(attention_internal::AttentionAvx2);
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl"))
+  if (GetCpuFeatures().avx512)
     fns.push_back(attention_internal::AttentionAvx512);
   const Case cases[] = {{1, 0, 1, 64, 16},  {1, 0, 3, 64, 16},    {5, 0, 3, 64, 16},
                         {1, 37, 3, 64, 16}, {7, 15, 3, 64, 16},   {32, 100, 3, 64, 16},

@@ -6,29 +6,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "tensor/cpu_features.h"
 #include "tensor/kernel_table.h"
 
 namespace brisk {
 namespace {
 
-bool CpuHasAvx2() {
-#if defined(__x86_64__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
-#else
-  return false;
-#endif
-}
-
-bool CpuHasAvx512() {
-#if defined(__x86_64__)
-  return CpuHasAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
-#else
-  return false;
-#endif
-}
+bool CpuHasAvx2() { return GetCpuFeatures().avx2; }
+bool CpuHasAvx512() { return GetCpuFeatures().avx512; }
 
 const KernelTable* SelectTable() {
   const char* force = std::getenv("BRISK_KERNELS");
