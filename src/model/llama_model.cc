@@ -136,7 +136,7 @@ Status LlamaModel::Bind(const LoadOptions& options) {
     cfg_.n_kv_heads = static_cast<int>(kvh);
     ASSIGN_OR_RETURN(int64_t hd, f.GetIntOr(p + "attention.key_length",
                                             cfg_.d_model / cfg_.n_heads));
-    if (hd < 2 || hd > 1024 || hd % 2 != 0)
+    if (hd < 2 || hd > 256 || hd % 2 != 0)
       return InvalidArgument("head dimension {} is not supported", hd);
     cfg_.head_dim = static_cast<int>(hd);
     ASSIGN_OR_RETURN(int64_t rd, f.GetIntOr(p + "rope.dimension_count", cfg_.head_dim));
@@ -346,7 +346,10 @@ void LlamaModel::Attention(int layer, const Batch& batch, const std::vector<int3
       for (int g = 0; g < cfg_.n_kv_heads; ++g)
         items.push_back({static_cast<int32_t>(si), g, t0, std::min(kChunk, seq.n_tokens - t0)});
   }
-  const int64_t scratch_floats = AttentionScratchFloats(kChunk * group, hd, bs);
+  int64_t max_ctx = 0;
+  for (const auto& seq : batch.seqs)
+    max_ctx = std::max<int64_t>(max_ctx, int64_t{seq.pos_begin} + seq.n_tokens);
+  const int64_t scratch_floats = AttentionScratchFloats(max_ctx, hd, bs);
   if (static_cast<int64_t>(s.attn_scratch.size()) < scratch_floats * pool.size())
     s.attn_scratch.resize(scratch_floats * pool.size());
   std::atomic<size_t> next{0};

@@ -32,8 +32,9 @@ namespace attention_internal {
 void AttentionScalar(const AttentionChunk& a, float* scratch) { AttentionImpl(a, scratch); }
 }  // namespace attention_internal
 
-int64_t AttentionScratchFloats(int n_rows, int head_dim, int block_size) {
-  return int64_t{n_rows} * (head_dim + 2) + 2 * int64_t{head_dim} * block_size + 64;
+int64_t AttentionScratchFloats(int64_t n_ctx, int head_dim, int block_size) {
+  const int64_t n_blocks = (n_ctx + block_size - 1) / block_size;
+  return 2 * n_blocks * head_dim * block_size + 64;
 }
 
 void AttentionCausal(const AttentionChunk& a, float* scratch) {

@@ -1,10 +1,10 @@
 // Causal attention of a chunk of query tokens of one sequence against its
 // paged F16 K/V history, for one KV head and the query heads that share it
-// (GQA). Works block by block with an online softmax (running max and sum,
-// flash-attention style): each K/V block is converted to f32 once, in L1,
-// and used by every query row of the chunk. K blocks are stored transposed
-// ([head dims][block_size]), so one block's scores are one vector FMA per
-// head dimension. Compiled per CPU target like the matmul kernels.
+// (GQA). The history is converted to f32 once per call and shared by every
+// query row of the chunk; each row then runs an online softmax (running max
+// and sum, flash-attention style) over 16 positions at a time. K blocks are
+// stored transposed ([head dims][block_size]), so 16 scores are one vector
+// FMA per head dimension. Compiled per CPU target like the matmul kernels.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@ struct AttentionChunk {
   int64_t q_stride = 0;
   int n_tokens = 0;
   int group = 1;
-  int head_dim = 0;
+  int head_dim = 0;  // at most 256
   // Token i attends to positions [0, first_pos + i] (inclusive).
   int32_t first_pos = 0;
   float scale = 1.f;
@@ -35,10 +35,10 @@ struct AttentionChunk {
   int64_t v_row_stride = 0;
 };
 
-// Floats of scratch one call needs (per-row softmax state and f32 blocks).
-int64_t AttentionScratchFloats(int n_rows, int head_dim, int block_size);
+// Floats of scratch one call needs: the f32 copy of n_ctx positions of K/V.
+int64_t AttentionScratchFloats(int64_t n_ctx, int head_dim, int block_size);
 
-// `scratch` holds AttentionScratchFloats(n_tokens * group, head_dim,
+// `scratch` holds AttentionScratchFloats(first_pos + n_tokens, head_dim,
 // block_size) floats.
 void AttentionCausal(const AttentionChunk& a, float* scratch);
 

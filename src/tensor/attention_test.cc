@@ -62,7 +62,7 @@ void RunCase(const Case& c, void (*fn)(const AttentionChunk&, float*)) {
   a.block_stride = block_stride;
   a.v_row_stride = kv_dim;
   std::vector<float> scratch(
-      AttentionScratchFloats(c.n_tokens * c.group, c.head_dim, c.block_size));
+      AttentionScratchFloats(n_ctx, c.head_dim, c.block_size));
   fn(a, scratch.data());
   double worst = 0;
   for (int i = 0; i < c.n_tokens; ++i) {
