@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The README's test command: set-up (idempotent), build, every test.
+# The README's test command: set-up (idempotent), build, every test
+# (GoogleTest through ctest, then the end-to-end pytest suite on the real binary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j"$(nproc)"
 (cd build && ctest --output-on-failure -j"$(nproc)")
+BRISK_BIN=build/brisk python3 -m pytest -q tests/e2e
