@@ -8,8 +8,10 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_SANITIZE=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" > /dev/null
 cmake --build build-asan -j"$(nproc)"
+# The reference-logit comparisons are numeric checks of the same code paths the
+# model and engine tests already drive; under ASan they only cost minutes.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j"$(nproc)")
+  ctest --output-on-failure -j"$(nproc)" -E 'ReferenceLogitsTest')
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_FUZZ=ON \
   -DBRISK_TESTS=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ > /dev/null
