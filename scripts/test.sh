@@ -3,6 +3,8 @@
 # (GoogleTest through ctest, then the end-to-end pytest suite on the real binary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache keys on relative paths, so a fresh clone elsewhere reuses the cache.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 bash scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j"$(nproc)"
