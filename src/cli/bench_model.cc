@@ -110,8 +110,8 @@ int RunBench(const BenchFlags& f) {
   }
   int max_par = 1;
   for (int p : f.parallel) max_par = std::max(max_par, p);
-  const int64_t blocks =
-      std::max<int64_t>((f.pp + f.tg + 15) / 16 + 1, int64_t{max_par} * ((f.npp + f.ntg + 15) / 16) + 1);
+  const int64_t blocks = std::max<int64_t>((f.pp + f.tg + 15) / 16 + 1,
+                                           int64_t{max_par} * ((f.npp + f.ntg + 15) / 16) + 1);
   Bench b(**model, blocks, f.threads);
   nlohmann::json out;
   out["model"] = f.model;
@@ -149,7 +149,10 @@ int RunBench(const BenchFlags& f) {
     auto res = b.Run(p, f.npp, f.ntg, 512);
     if (!res.ok()) return fail(res.status());
     double s_pp = p * f.npp / res->first, s_tg = p * f.ntg / res->second;
-    par.push_back({{"parallel", p}, {"npp", f.npp}, {"ntg", f.ntg}, {"pp_tokens_per_s", s_pp},
+    par.push_back({{"parallel", p},
+                   {"npp", f.npp},
+                   {"ntg", f.ntg},
+                   {"pp_tokens_per_s", s_pp},
                    {"tg_tokens_per_s", s_tg}});
     std::printf("batched npl=%-3d pp %8.1f tokens/s  tg %8.1f tokens/s\n", p, s_pp, s_tg);
     std::fflush(stdout);
@@ -171,20 +174,28 @@ CommandRunner RegisterBenchModel(CLI::App& app) {
   auto f = std::make_shared<BenchFlags>();
   f->model = DefaultModelPath();
   app.add_option("-m,--model", f->model, "GGUF model file")->capture_default_str();
-  app.add_option("-t,--threads", f->threads, "Threads")->capture_default_str()
+  app.add_option("-t,--threads", f->threads, "Threads")
+      ->capture_default_str()
       ->check(CLI::Range(1, 256));
-  app.add_option("-p,--pp", f->pp, "Prompt tokens for pp")->capture_default_str()
+  app.add_option("-p,--pp", f->pp, "Prompt tokens for pp")
+      ->capture_default_str()
       ->check(CLI::Range(0, 1 << 16));
-  app.add_option("-n,--tg", f->tg, "Generated tokens for tg")->capture_default_str()
+  app.add_option("-n,--tg", f->tg, "Generated tokens for tg")
+      ->capture_default_str()
       ->check(CLI::Range(0, 1 << 16));
-  app.add_option("-r,--reps", f->reps, "Repetitions (median reported)")->capture_default_str()
+  app.add_option("-r,--reps", f->reps, "Repetitions (median reported)")
+      ->capture_default_str()
       ->check(CLI::Range(1, 100));
   app.add_option("--parallel", f->parallel, "Parallel sequences for batched decode")
-      ->delimiter(',')->capture_default_str()->check(CLI::Range(1, 1024));
-  app.add_option("--npp", f->npp, "Prompt tokens per sequence (batched)")->capture_default_str()
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--npp", f->npp, "Prompt tokens per sequence (batched)")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--ntg", f->ntg, "Generated tokens per sequence (batched)")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 16));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--json", f->json_out, "Write results as JSON to this file");
   return [f] { return RunBench(*f); };
 }

@@ -21,6 +21,7 @@ struct GenerateFlags {
   bool ignore_eos = false;
   bool verbose = false;
   std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
   SamplingParams sampling;
   uint64_t seed = 0;
   bool has_seed = false;
@@ -32,7 +33,8 @@ int Fail(const Status& s) {
 }
 
 int RunGenerate(GenerateFlags& f) {
-  if (f.threads < 1 || f.threads > 256) return Fail(InvalidArgument("--threads must be in [1, 256]"));
+  if (f.threads < 1 || f.threads > 256)
+    return Fail(InvalidArgument("--threads must be in [1, 256]"));
   if (f.has_seed) f.sampling.seed = f.seed;
   auto model = LlamaModel::Load(f.model);
   if (!model.ok()) return Fail(model.status());
@@ -59,6 +61,7 @@ int RunGenerate(GenerateFlags& f) {
   req.sampling = f.sampling;
   req.max_tokens = f.max_tokens;
   req.stop = f.stop;
+  req.stop_token_ids = f.stop_token_ids;
   req.ignore_eos = f.ignore_eos;
   const size_t n_prompt = req.prompt.size();
 
@@ -94,9 +97,8 @@ int RunGenerate(GenerateFlags& f) {
     std::fprintf(stderr,
                  "[brisk] kernels=%s prompt=%zu tokens in %.1f ms; generated %d tokens, "
                  "%.1f tokens/s; finish=%s\n",
-                 ActiveKernelVariant(), n_prompt,
-                 pp_s * 1e3, n_gen, n_gen > 1 ? (n_gen - 1) / tg_s : 0.0,
-                 FinishReasonName(reason));
+                 ActiveKernelVariant(), n_prompt, pp_s * 1e3, n_gen,
+                 n_gen > 1 ? (n_gen - 1) / tg_s : 0.0, FinishReasonName(reason));
   }
   return 0;
 }
@@ -111,7 +113,8 @@ CommandRunner RegisterGenerate(CLI::App& app) {
   app.add_option("-p,--prompt", f->prompt, "Prompt text")->required();
   app.add_flag("--chat", f->chat, "Wrap the prompt in the model's chat template");
   app.add_option("--system", f->system, "System message (with --chat)");
-  app.add_option("-n,--max-tokens", f->max_tokens, "Tokens to generate")->capture_default_str()
+  app.add_option("-n,--max-tokens", f->max_tokens, "Tokens to generate")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("-t,--threads", f->threads, "Threads")->capture_default_str();
   app.add_option("--temp,--temperature", f->sampling.temperature, "Temperature (0 = greedy)")
@@ -126,6 +129,7 @@ CommandRunner RegisterGenerate(CLI::App& app) {
     f->has_seed = true;
   });
   app.add_option("--stop", f->stop, "Stop string (repeatable)");
+  app.add_option("--stop-token", f->stop_token_ids, "Token id that ends generation (repeatable)");
   app.add_flag("--ignore-eos", f->ignore_eos, "Keep generating past end-of-sequence");
   app.add_flag("-v,--verbose", f->verbose, "Print timing to stderr");
   return [f] { return RunGenerate(*f); };

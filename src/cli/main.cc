@@ -20,8 +20,8 @@ std::string DefaultModelPath() {
 int main(int argc, char** argv) {
   CLI::App app{"brisk: an LLM serving system"};
   app.require_subcommand(1);
-  auto generate = brisk::RegisterGenerate(*app.add_subcommand(
-      "generate", "Generate text from a prompt, streamed to stdout"));
+  auto generate = brisk::RegisterGenerate(
+      *app.add_subcommand("generate", "Generate text from a prompt, streamed to stdout"));
   auto bench = brisk::RegisterBenchModel(*app.add_subcommand(
       "bench-model", "Measure prompt processing and generation speed (tokens/s)"));
   try {

@@ -24,7 +24,8 @@ struct Engine::Sequence {
         ignore_eos(r.ignore_eos),
         sampler(r.sampling, seed),
         detok(tok),
-        stop(std::move(r.stop)) {}
+        stop(std::move(r.stop)),
+        stop_token_ids(std::move(r.stop_token_ids)) {}
 
   int64_t id;
   std::vector<int32_t> tokens;  // prompt + generated
@@ -35,6 +36,7 @@ struct Engine::Sequence {
   Sampler sampler;
   IncrementalDetokenizer detok;
   StopMatcher stop;
+  std::vector<int32_t> stop_token_ids;
   std::vector<int32_t> blocks;
   std::atomic<bool> cancelled{false};
   bool finished = false;
@@ -55,7 +57,8 @@ Engine::~Engine() = default;
 
 Expected<int64_t> Engine::Add(GenerationRequest r) {
   if (r.prompt.empty()) return InvalidArgument("the prompt is empty");
-  if (r.max_tokens < 1) return InvalidArgument("max_tokens must be at least 1, got {}", r.max_tokens);
+  if (r.max_tokens < 1)
+    return InvalidArgument("max_tokens must be at least 1, got {}", r.max_tokens);
   const int64_t ctx = context_limit();
   if (static_cast<int64_t>(r.prompt.size()) + r.max_tokens > ctx)
     return OutOfRange("prompt ({} tokens) + max_tokens ({}) exceeds the context length {}",
@@ -70,6 +73,9 @@ Expected<int64_t> Engine::Add(GenerationRequest r) {
     if (t < 0 || t >= model_.config().vocab) return InvalidArgument("token id {} out of range", t);
   RETURN_IF_ERROR(r.sampling.Validate());
   RETURN_IF_ERROR(StopMatcher::Validate(r.stop));
+  for (int32_t t : r.stop_token_ids)
+    if (t < 0 || t >= model_.config().vocab)
+      return InvalidArgument("stop token id {} out of range", t);
   const int64_t id = next_id_++;
   seqs_.push_back(std::make_unique<Sequence>(id, std::move(r), tokenizer_, 0x5eed0000ull + id));
   return id;
@@ -118,13 +124,12 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
       const bool is_decode = pending == 1 && s.num_computed > 0;
       if ((pass == 0) != is_decode || pending <= 0 || budget <= 0) continue;
       const int32_t chunk = std::min(pending, budget);
-      const int64_t need = (int64_t{s.num_computed} + chunk + bs - 1) / bs -
-                           static_cast<int64_t>(s.blocks.size());
+      const int64_t need =
+          (int64_t{s.num_computed} + chunk + bs - 1) / bs - static_cast<int64_t>(s.blocks.size());
       if (need > 0 && !pool_.Allocate(need, &s.blocks)) continue;  // waits for blocks
       const bool last = s.num_computed + chunk == static_cast<int32_t>(s.tokens.size());
-      batch_.Add(std::span<const int32_t>(s.tokens).subspan(s.num_computed, chunk),
-                 s.num_computed, s.blocks,
-                 last ? BatchSequence::Logits::kLast : BatchSequence::Logits::kNone);
+      batch_.Add(std::span<const int32_t>(s.tokens).subspan(s.num_computed, chunk), s.num_computed,
+                 s.blocks, last ? BatchSequence::Logits::kLast : BatchSequence::Logits::kNone);
       scheduled.push_back(&s);
       chunk_of.push_back(chunk);
       budget -= chunk;
@@ -156,7 +161,9 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
     }
     s.tokens.push_back(tok);
     out.new_tokens.push_back(tok);
-    if (!s.ignore_eos && tokenizer_.IsEog(tok)) {
+    const bool stop_token =
+        std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), tok) != s.stop_token_ids.end();
+    if (stop_token || (!s.ignore_eos && tokenizer_.IsEog(tok))) {
       Finish(s, FinishReason::kStop, &out);
     } else {
       auto r = s.stop.Push(s.detok.Push(tok));

@@ -32,7 +32,7 @@ struct EngineOptions {
   int n_threads = 2;
   int block_size = 16;
   int64_t kv_budget_bytes = 512ll << 20;
-  int max_batch_tokens = 512;    // tokens per forward step
+  int max_batch_tokens = 512;  // tokens per forward step
   int max_concurrent_sequences = 64;
 };
 
@@ -43,7 +43,8 @@ struct GenerationRequest {
   std::vector<int32_t> prompt;
   SamplingParams sampling;
   int max_tokens = 256;
-  std::vector<std::string> stop;  // stop strings
+  std::vector<std::string> stop;        // stop strings
+  std::vector<int32_t> stop_token_ids;  // extra tokens that end generation (not emitted)
   bool ignore_eos = false;
 };
 

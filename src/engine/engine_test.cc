@@ -10,7 +10,9 @@
 namespace brisk {
 namespace {
 
-std::string ModelPath() { return std::string(BRISK_MODEL_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf"; }
+std::string ModelPath() {
+  return std::string(BRISK_MODEL_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
 
 class EngineTest : public ::testing::Test {
  protected:
@@ -78,10 +80,14 @@ TEST_F(EngineTest, GreedyCompletesKnownFact) {
 // Continuous batching must not change greedy outputs: 8 concurrent requests
 // equal the same requests run one at a time.
 TEST_F(EngineTest, ConcurrentGreedyEqualsSequential) {
-  const std::vector<std::string> prompts = {
-      "Once upon a time", "def fibonacci(n):", "The three primary colors are",
-      "Water boils at", "In 1969, astronauts", "A haiku about autumn:\n",
-      "List of fruits: apple,", "Q: What is the largest planet?\nA:"};
+  const std::vector<std::string> prompts = {"Once upon a time",
+                                            "def fibonacci(n):",
+                                            "The three primary colors are",
+                                            "Water boils at",
+                                            "In 1969, astronauts",
+                                            "A haiku about autumn:\n",
+                                            "List of fruits: apple,",
+                                            "Q: What is the largest planet?\nA:"};
   std::vector<std::vector<int32_t>> seq_out;
   for (const auto& p : prompts) {
     Engine e(*model_, *tok_, {});
@@ -121,6 +127,20 @@ TEST_F(EngineTest, StopStringEndsGenerationWithoutEmittingIt) {
   auto res = RunAll(e);
   EXPECT_EQ(res[*id].reason, FinishReason::kStop);
   EXPECT_EQ(res[*id].text.find("Paris"), std::string::npos);
+}
+
+TEST_F(EngineTest, StopTokenEndsGeneration) {
+  GenerationRequest probe = Greedy("The capital of France is", 4);
+  Engine e1(*model_, *tok_, {});
+  auto id1 = *e1.Add(probe);
+  auto first = RunAll(e1)[id1].tokens;
+  ASSERT_GE(first.size(), 2u);
+  Engine e2(*model_, *tok_, {});
+  probe.stop_token_ids = {first[1]};
+  auto id2 = *e2.Add(probe);
+  auto res = RunAll(e2)[id2];
+  EXPECT_EQ(res.reason, FinishReason::kStop);
+  EXPECT_EQ(res.tokens.size(), 2u);  // the stop token is reported, its text is not emitted
 }
 
 TEST_F(EngineTest, CancelFreesBlocksWithinOneStep) {

@@ -42,9 +42,9 @@ struct Batch {
   int64_t NumLogitRows() const {
     int64_t n = 0;
     for (const auto& s : seqs)
-      n += s.logits == BatchSequence::Logits::kAll ? s.n_tokens
+      n += s.logits == BatchSequence::Logits::kAll    ? s.n_tokens
            : s.logits == BatchSequence::Logits::kLast ? 1
-                                                       : 0;
+                                                      : 0;
     return n;
   }
 };

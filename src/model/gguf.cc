@@ -103,10 +103,8 @@ Status ReadScalar(Reader& r, GgufType type, GgufValue* v, const std::string& key
       v->u = x;
       return Status::Ok();
     }
-    case GgufType::kString:
-      return r.ReadString(&v->str, key.c_str());
-    default:
-      return Internal("unreachable");
+    case GgufType::kString: return r.ReadString(&v->str, key.c_str());
+    default: return Internal("unreachable");
   }
 }
 
@@ -142,19 +140,24 @@ Status ReadValue(Reader& r, GgufType type, GgufValue* v, const std::string& key,
 
 bool IsIntType(GgufType t) {
   switch (t) {
-    case GgufType::kUint8: case GgufType::kInt8: case GgufType::kUint16: case GgufType::kInt16:
-    case GgufType::kUint32: case GgufType::kInt32: case GgufType::kUint64: case GgufType::kInt64:
-      return true;
-    default:
-      return false;
+    case GgufType::kUint8:
+    case GgufType::kInt8:
+    case GgufType::kUint16:
+    case GgufType::kInt16:
+    case GgufType::kUint32:
+    case GgufType::kInt32:
+    case GgufType::kUint64:
+    case GgufType::kInt64: return true;
+    default: return false;
   }
 }
 
 }  // namespace
 
 const char* GgufTypeName(GgufType t) {
-  static const char* kNames[] = {"uint8", "int8",  "uint16", "int16", "uint32", "int32",  "float32",
-                                 "bool",  "string", "array", "uint64", "int64", "float64"};
+  static const char* kNames[] = {"uint8",  "int8",    "uint16", "int16",  "uint32",
+                                 "int32",  "float32", "bool",   "string", "array",
+                                 "uint64", "int64",   "float64"};
   auto i = static_cast<uint32_t>(t);
   return i < std::size(kNames) ? kNames[i] : "invalid";
 }

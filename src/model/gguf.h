@@ -49,16 +49,16 @@ struct GgufValue {
   uint64_t u = 0;                         // unsigned ints
   double f = 0;                           // floats
   std::string str;
-  std::vector<GgufValue> arr;             // arrays of non-strings / nested
-  std::vector<std::string> str_arr;       // arrays of strings (tokenizer vocab)
+  std::vector<GgufValue> arr;        // arrays of non-strings / nested
+  std::vector<std::string> str_arr;  // arrays of strings (tokenizer vocab)
 };
 
 struct GgufTensorInfo {
   std::string name;
-  std::vector<int64_t> dims;  // dims[0] is the contiguous (row) dimension
-  uint32_t ggml_type = 0;     // raw ggml type id (see tensor/dtype.h)
-  uint64_t offset = 0;        // relative to the data section
-  uint64_t size_bytes = 0;    // validated: offset + size_bytes <= data size
+  std::vector<int64_t> dims;      // dims[0] is the contiguous (row) dimension
+  uint32_t ggml_type = 0;         // raw ggml type id (see tensor/dtype.h)
+  uint64_t offset = 0;            // relative to the data section
+  uint64_t size_bytes = 0;        // validated: offset + size_bytes <= data size
   const uint8_t* data = nullptr;  // points into the mapping
   int64_t n_elements() const {
     int64_t n = 1;
@@ -88,8 +88,8 @@ class GgufFile {
 
   // Typed getters: NotFound if absent, InvalidArgument if the type is wrong.
   Expected<std::string> GetString(std::string_view key) const;
-  Expected<int64_t> GetInt(std::string_view key) const;      // any integer type
-  Expected<double> GetFloat(std::string_view key) const;     // any float or int
+  Expected<int64_t> GetInt(std::string_view key) const;   // any integer type
+  Expected<double> GetFloat(std::string_view key) const;  // any float or int
   Expected<bool> GetBool(std::string_view key) const;
   Expected<const std::vector<std::string>*> GetStringArray(std::string_view key) const;
   Expected<std::vector<int64_t>> GetIntArray(std::string_view key) const;

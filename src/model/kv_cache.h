@@ -45,7 +45,6 @@ class KvCache {
   uint16_t* Base(int layer) { return data_.get() + layer * num_blocks_ * block_stride(); }
 
  private:
-
   KvCacheShape shape_;
   int64_t num_blocks_;
   struct Free {

@@ -1,8 +1,8 @@
 #include "model/llama_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 
 #include "model/ops.h"
@@ -92,9 +92,10 @@ Expected<MatMulWeight> GetMatrix(const GgufFile& f, const std::string& name, int
   ASSIGN_OR_RETURN(const GgufTensorInfo* t, GetTensor(f, name, {k, rows}));
   auto type = static_cast<DType>(t->ggml_type);
   if (!IsMatMulWeightType(type))
-    return Unimplemented("tensor '{}' has type {}; supported weight types: F32, F16, BF16, Q8_0, "
-                         "Q4_0, Q4_1, Q4_K, Q6_K",
-                         name, DTypeName(type));
+    return Unimplemented(
+        "tensor '{}' has type {}; supported weight types: F32, F16, BF16, Q8_0, "
+        "Q4_0, Q4_1, Q4_K, Q6_K",
+        name, DTypeName(type));
   *bytes += static_cast<int64_t>(t->size_bytes);
   if (f32_store) {
     // Reference mode: exact f32 weights, f32 activations (no 8-bit rounding).
@@ -119,8 +120,8 @@ Status LlamaModel::Bind(const LoadOptions& options) {
   const std::string p = cfg_.arch + ".";
   auto get_int = [&](const std::string& key, int64_t lo, int64_t hi) -> Expected<int> {
     ASSIGN_OR_RETURN(int64_t v, f.GetInt(p + key));
-    if (v < lo || v > hi) return InvalidArgument("{}{} = {} is out of range [{}, {}]", p, key, v,
-                                                 lo, hi);
+    if (v < lo || v > hi)
+      return InvalidArgument("{}{} = {} is out of range [{}, {}]", p, key, v, lo, hi);
     return static_cast<int>(v);
   };
   ASSIGN_OR_RETURN(cfg_.n_layers, get_int("block_count", 1, 1024));
@@ -131,11 +132,11 @@ Status LlamaModel::Bind(const LoadOptions& options) {
   {
     ASSIGN_OR_RETURN(int64_t kvh, f.GetIntOr(p + "attention.head_count_kv", cfg_.n_heads));
     if (kvh < 1 || cfg_.n_heads % kvh != 0)
-      return InvalidArgument("{}attention.head_count_kv = {} does not divide head_count {}", p,
-                             kvh, cfg_.n_heads);
+      return InvalidArgument("{}attention.head_count_kv = {} does not divide head_count {}", p, kvh,
+                             cfg_.n_heads);
     cfg_.n_kv_heads = static_cast<int>(kvh);
-    ASSIGN_OR_RETURN(int64_t hd, f.GetIntOr(p + "attention.key_length",
-                                            cfg_.d_model / cfg_.n_heads));
+    ASSIGN_OR_RETURN(int64_t hd,
+                     f.GetIntOr(p + "attention.key_length", cfg_.d_model / cfg_.n_heads));
     if (hd < 2 || hd > 256 || hd % 2 != 0)
       return InvalidArgument("head dimension {} is not supported", hd);
     cfg_.head_dim = static_cast<int>(hd);
@@ -195,20 +196,20 @@ Status LlamaModel::Bind(const LoadOptions& options) {
     const std::string b = fmt::format("blk.{}.", i);
     ASSIGN_OR_RETURN(L.attn_norm, GetF32(f, b + "attn_norm.weight", cfg_.d_model));
     ASSIGN_OR_RETURN(L.ffn_norm, GetF32(f, b + "ffn_norm.weight", cfg_.d_model));
-    ASSIGN_OR_RETURN(L.wq, GetMatrix(f, b + "attn_q.weight", cfg_.d_model, q_dim, repack,
-                                     &weight_bytes_, f32));
-    ASSIGN_OR_RETURN(L.wk, GetMatrix(f, b + "attn_k.weight", cfg_.d_model, kv_dim, repack,
-                                     &weight_bytes_, f32));
-    ASSIGN_OR_RETURN(L.wv, GetMatrix(f, b + "attn_v.weight", cfg_.d_model, kv_dim, repack,
-                                     &weight_bytes_, f32));
+    ASSIGN_OR_RETURN(
+        L.wq, GetMatrix(f, b + "attn_q.weight", cfg_.d_model, q_dim, repack, &weight_bytes_, f32));
+    ASSIGN_OR_RETURN(
+        L.wk, GetMatrix(f, b + "attn_k.weight", cfg_.d_model, kv_dim, repack, &weight_bytes_, f32));
+    ASSIGN_OR_RETURN(
+        L.wv, GetMatrix(f, b + "attn_v.weight", cfg_.d_model, kv_dim, repack, &weight_bytes_, f32));
     ASSIGN_OR_RETURN(L.wo, GetMatrix(f, b + "attn_output.weight", q_dim, cfg_.d_model, repack,
                                      &weight_bytes_, f32));
-    ASSIGN_OR_RETURN(L.w_gate, GetMatrix(f, b + "ffn_gate.weight", cfg_.d_model, cfg_.d_ff,
-                                         repack, &weight_bytes_, f32));
+    ASSIGN_OR_RETURN(L.w_gate, GetMatrix(f, b + "ffn_gate.weight", cfg_.d_model, cfg_.d_ff, repack,
+                                         &weight_bytes_, f32));
     ASSIGN_OR_RETURN(L.w_up, GetMatrix(f, b + "ffn_up.weight", cfg_.d_model, cfg_.d_ff, repack,
                                        &weight_bytes_, f32));
-    ASSIGN_OR_RETURN(L.w_down, GetMatrix(f, b + "ffn_down.weight", cfg_.d_ff, cfg_.d_model,
-                                         repack, &weight_bytes_, f32));
+    ASSIGN_OR_RETURN(L.w_down, GetMatrix(f, b + "ffn_down.weight", cfg_.d_ff, cfg_.d_model, repack,
+                                         &weight_bytes_, f32));
   }
 
   // theta_i = pos * base^(-2i/d) / scale (optionally / rope_freqs[i]).
@@ -225,7 +226,8 @@ Status LlamaModel::Bind(const LoadOptions& options) {
 
 Status LlamaModel::ValidateBatch(const Batch& batch, const KvCache& kv) const {
   const int bs = kv.shape().block_size;
-  if (kv.shape().n_layers != cfg_.n_layers || kv.shape().kv_dim() != cfg_.n_kv_heads * cfg_.head_dim)
+  if (kv.shape().n_layers != cfg_.n_layers ||
+      kv.shape().kv_dim() != cfg_.n_kv_heads * cfg_.head_dim)
     return InvalidArgument("KV cache shape does not match the model");
   int64_t covered = 0;
   for (const auto& s : batch.seqs) {
@@ -296,7 +298,8 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
         const int32_t block = seq.block_table[p / bs];
         const int slot = p % bs;
         uint16_t* kb = kv.KBlock(l, block);  // [kv_dim][bs]: K transposed
-        for (int e = 0; e < kv_dim; ++e) kb[int64_t{e} * bs + slot] = FloatToHalf(s.k[t * kv_dim + e]);
+        for (int e = 0; e < kv_dim; ++e)
+          kb[int64_t{e} * bs + slot] = FloatToHalf(s.k[t * kv_dim + e]);
         F32ToF16Row(&s.v[t * kv_dim], kv.VBlock(l, block) + int64_t{slot} * kv_dim, kv_dim);
       }
     }
@@ -323,8 +326,7 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
   }
   RmsNorm(s.logit_in.data(), output_norm_, s.logit_in.data(), rows, d, cfg_.rms_eps);
   logits->resize(rows * cfg_.vocab);
-  if (rows > 0)
-    MatMul(output_, s.logit_in.data(), d, rows, logits->data(), cfg_.vocab, pool, s.mm);
+  if (rows > 0) MatMul(output_, s.logit_in.data(), d, rows, logits->data(), cfg_.vocab, pool, s.mm);
   return Status::Ok();
 }
 

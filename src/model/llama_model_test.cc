@@ -13,7 +13,9 @@
 namespace brisk {
 namespace {
 
-std::string ModelPath() { return std::string(BRISK_MODEL_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf"; }
+std::string ModelPath() {
+  return std::string(BRISK_MODEL_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
 
 class LlamaModelTest : public ::testing::Test {
  protected:

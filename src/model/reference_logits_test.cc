@@ -104,9 +104,10 @@ auto LlamaLogProb = [](const nlohmann::json& p, size_t i, size_t k) {
 TEST_F(ReferenceLogitsTest, ReferenceModeMatchesExactMath) {
   auto model = Load(/*f32=*/true);
   auto a = Compare(*model, LoadFixture("smollm2_exact.json"), ExactLogProb);
-  std::printf("f32 reference mode vs exact: positions=%lld top1=%.4f max|dlogprob|=%.4f "
-              "mean=%.5f\n",
-              (long long)a.positions, a.top1_rate(), a.max_dlogprob, a.mean());
+  std::printf(
+      "f32 reference mode vs exact: positions=%lld top1=%.4f max|dlogprob|=%.4f "
+      "mean=%.5f\n",
+      (long long)a.positions, a.top1_rate(), a.max_dlogprob, a.mean());
   EXPECT_GE(a.positions, 1000);
   EXPECT_GE(a.top1_rate(), 0.998);  // a near-tie may flip on summation order
   EXPECT_LT(a.max_dlogprob, 0.05);  // only the F16 KV cache rounds

@@ -1,8 +1,9 @@
 #include "tensor/attention.h"
-#include "tensor/cpu_features.h"
 
 #include <cstdlib>
 #include <cstring>
+
+#include "tensor/cpu_features.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

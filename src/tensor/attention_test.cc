@@ -61,8 +61,7 @@ void RunCase(const Case& c, void (*fn)(const AttentionChunk&, float*)) {
   a.block_size = c.block_size;
   a.block_stride = block_stride;
   a.v_row_stride = kv_dim;
-  std::vector<float> scratch(
-      AttentionScratchFloats(n_ctx, c.head_dim, c.block_size));
+  std::vector<float> scratch(AttentionScratchFloats(n_ctx, c.head_dim, c.block_size));
   fn(a, scratch.data());
   double worst = 0;
   for (int i = 0; i < c.n_tokens; ++i) {
@@ -92,10 +91,8 @@ void RunCase(const Case& c, void (*fn)(const AttentionChunk&, float*)) {
 
 TEST(AttentionTest, EveryVariantMatchesReference) {
   std::vector<void (*)(const AttentionChunk&, float*)> fns = {attention_internal::AttentionScalar};
-  if (GetCpuFeatures().avx2)
-    fns.push_back(attention_internal::AttentionAvx2);
-  if (GetCpuFeatures().avx512)
-    fns.push_back(attention_internal::AttentionAvx512);
+  if (GetCpuFeatures().avx2) fns.push_back(attention_internal::AttentionAvx2);
+  if (GetCpuFeatures().avx512) fns.push_back(attention_internal::AttentionAvx512);
   const Case cases[] = {{1, 0, 1, 64, 16},  {1, 0, 3, 64, 16},    {5, 0, 3, 64, 16},
                         {1, 37, 3, 64, 16}, {7, 15, 3, 64, 16},   {32, 100, 3, 64, 16},
                         {3, 16, 2, 32, 16}, {17, 47, 4, 128, 32}, {1, 200, 3, 64, 32}};

@@ -27,11 +27,10 @@ CpuFeatures Detect() {
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) a71 = a;
   const bool avx2 = b7 & (1u << 5), bmi2 = b7 & (1u << 8);
   const bool avx512f = b7 & (1u << 16), avx512dq = b7 & (1u << 17), avx512bw = b7 & (1u << 30),
-             avx512vl = b7 & (1u << 31), avx512vnni = c7 & (1u << 11),
-             avx512bf16 = a71 & (1u << 5);
+             avx512vl = b7 & (1u << 31), avx512vnni = c7 & (1u << 11), avx512bf16 = a71 & (1u << 5);
   f.avx2 = ymm_os && avx2 && fma && f16c && bmi2;
-  f.avx512 = f.avx2 && zmm_os && avx512f && avx512dq && avx512bw && avx512vl && avx512vnni &&
-             avx512bf16;
+  f.avx512 =
+      f.avx2 && zmm_os && avx512f && avx512dq && avx512bw && avx512vl && avx512vnni && avx512bf16;
 #endif
   return f;
 }

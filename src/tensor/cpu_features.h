@@ -5,8 +5,8 @@
 namespace brisk {
 
 struct CpuFeatures {
-  bool avx2 = false;     // AVX2 + FMA + F16C + BMI2, with OS-enabled YMM state
-  bool avx512 = false;   // F, BW, VL, DQ, VNNI, BF16, with OS-enabled ZMM state
+  bool avx2 = false;    // AVX2 + FMA + F16C + BMI2, with OS-enabled YMM state
+  bool avx512 = false;  // F, BW, VL, DQ, VNNI, BF16, with OS-enabled ZMM state
 };
 
 const CpuFeatures& GetCpuFeatures();

@@ -4,13 +4,13 @@
 // catches at one boundary and converts to a Status.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cassert>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
-
-#include <fmt/format.h>
 
 namespace brisk {
 
@@ -113,15 +113,14 @@ class [[nodiscard]] Expected {
 #define BRISK_CONCAT(a, b) BRISK_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not ok.
-#define RETURN_IF_ERROR(expr)                    \
-  do {                                           \
-    ::brisk::Status _st = (expr);                \
-    if (!_st.ok()) return _st;                   \
+#define RETURN_IF_ERROR(expr)     \
+  do {                            \
+    ::brisk::Status _st = (expr); \
+    if (!_st.ok()) return _st;    \
   } while (0)
 
 // ASSIGN_OR_RETURN(auto x, MaybeX()); binds x or returns the error.
-#define ASSIGN_OR_RETURN(lhs, expr)                                            \
-  auto BRISK_CONCAT(_res_, __LINE__) = (expr);                                 \
-  if (!BRISK_CONCAT(_res_, __LINE__).ok())                                     \
-    return BRISK_CONCAT(_res_, __LINE__).status();                             \
+#define ASSIGN_OR_RETURN(lhs, expr)                                                       \
+  auto BRISK_CONCAT(_res_, __LINE__) = (expr);                                            \
+  if (!BRISK_CONCAT(_res_, __LINE__).ok()) return BRISK_CONCAT(_res_, __LINE__).status(); \
   lhs = std::move(BRISK_CONCAT(_res_, __LINE__)).value()
