@@ -98,6 +98,30 @@ void Engine::Finish(Sequence& s, FinishReason reason, SequenceOutput* out) {
   s.blocks.clear();
 }
 
+// KV exhaustion: the pool says no without side effects, and the newest
+// sequence that holds blocks and is not in this step's batch gives them back
+// (recompute: it keeps its tokens and prefills them again later). Only newer
+// sequences are preempted, so the oldest always makes progress.
+bool Engine::AllocateOrPreempt(Sequence& s, int64_t need, const std::vector<Sequence*>& scheduled) {
+  while (!pool_.Allocate(need, &s.blocks)) {
+    Sequence* victim = nullptr;
+    for (auto it = seqs_.rbegin(); it != seqs_.rend() && it->get() != &s; ++it) {
+      Sequence* v = it->get();
+      if (!v->blocks.empty() &&
+          std::find(scheduled.begin(), scheduled.end(), v) == scheduled.end()) {
+        victim = v;
+        break;
+      }
+    }
+    if (!victim) return false;
+    pool_.Release(victim->blocks);
+    victim->blocks.clear();
+    victim->num_computed = 0;
+    ++num_preemptions_;
+  }
+  return true;
+}
+
 Status Engine::Step(std::vector<SequenceOutput>* outputs) {
   // Cancelled sequences leave before any work is scheduled for them.
   for (auto& sp : seqs_) {
@@ -126,7 +150,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
       const int32_t chunk = std::min(pending, budget);
       const int64_t need =
           (int64_t{s.num_computed} + chunk + bs - 1) / bs - static_cast<int64_t>(s.blocks.size());
-      if (need > 0 && !pool_.Allocate(need, &s.blocks)) continue;  // waits for blocks
+      if (need > 0 && !AllocateOrPreempt(s, need, scheduled)) continue;  // waits for blocks
       const bool last = s.num_computed + chunk == static_cast<int32_t>(s.tokens.size());
       batch_.Add(std::span<const int32_t>(s.tokens).subspan(s.num_computed, chunk), s.num_computed,
                  s.blocks, last ? BatchSequence::Logits::kLast : BatchSequence::Logits::kNone);

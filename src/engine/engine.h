@@ -74,10 +74,13 @@ class Engine {
   ThreadPool& threads() { return threads_; }
   LlamaModel& model() { return model_; }
   int64_t context_limit() const { return model_.config().context_length; }
+  // Sequences preempted (KV blocks taken back, recomputed later) so far.
+  int64_t num_preemptions() const { return num_preemptions_; }
 
  private:
   struct Sequence;
   void Finish(Sequence& s, FinishReason reason, SequenceOutput* out);
+  bool AllocateOrPreempt(Sequence& s, int64_t need, const std::vector<Sequence*>& scheduled);
 
   LlamaModel& model_;
   const Tokenizer& tokenizer_;
@@ -87,6 +90,7 @@ class Engine {
   KvBlockPool pool_;
   std::vector<std::unique_ptr<Sequence>> seqs_;  // arrival order
   int64_t next_id_ = 1;
+  int64_t num_preemptions_ = 0;
   Batch batch_;
   std::vector<float> logits_;
 };

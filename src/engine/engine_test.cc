@@ -106,6 +106,30 @@ TEST_F(EngineTest, ConcurrentGreedyEqualsSequential) {
   EXPECT_EQ(e.block_pool().num_used(), 0);
 }
 
+// A KV pool too small for all requests at once: newer sequences are
+// preempted and recomputed; greedy outputs do not change and no block leaks.
+TEST_F(EngineTest, PreemptionUnderKvPressureKeepsGreedyOutputs) {
+  const std::vector<std::string> prompts = {
+      "Once upon a time", "def fibonacci(n):", "The three primary colors are", "Water boils at"};
+  std::vector<std::vector<int32_t>> alone;
+  for (const auto& p : prompts) {
+    Engine e(*model_, *tok_, {});
+    auto id = *e.Add(Greedy(p, 40));
+    alone.push_back(RunAll(e)[id].tokens);
+  }
+  EngineOptions tight;
+  // 8 blocks of 16 tokens: each request needs 3-4 blocks, so 4 cannot run at once.
+  tight.kv_budget_bytes = 8 * model_->kv_shape(16).BytesPerBlock();
+  Engine e(*model_, *tok_, tight);
+  ASSERT_EQ(e.block_pool().num_blocks(), 8);
+  std::vector<int64_t> ids;
+  for (const auto& p : prompts) ids.push_back(*e.Add(Greedy(p, 40)));
+  auto res = RunAll(e);
+  EXPECT_GT(e.num_preemptions(), 0);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(res[ids[i]].tokens, alone[i]) << prompts[i];
+  EXPECT_EQ(e.block_pool().num_used(), 0);
+}
+
 TEST_F(EngineTest, SameSeedSameOutput) {
   auto run = [&](uint64_t seed) {
     Engine e(*model_, *tok_, {});
