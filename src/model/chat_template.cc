@@ -9,14 +9,7 @@ namespace {
 
 Expected<std::string> RenderValue(const jinja::Template& tmpl, const ChatTemplateOptions& opts,
                                   const jinja::Value& context) {
-  jinja::RenderLimits rl;
-  rl.max_output_bytes = opts.max_output_bytes;
-  rl.max_loop_iterations = opts.max_loop_iterations;
-  rl.max_work = opts.max_work;
-  rl.max_eval_depth = opts.max_eval_depth;
-  rl.max_stack_bytes = opts.max_stack_bytes;
-  rl.now_unix_seconds = opts.now_unix_seconds;
-  jinja::Interpreter interp(rl);
+  jinja::Interpreter interp(opts);
   return interp.Render(tmpl, context);
 }
 

@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 
+#include "model/jinja_limits.h"
 #include "util/status.h"
 
 namespace brisk {
@@ -43,20 +44,8 @@ struct ChatMessage {
   std::string content;
 };
 
-struct ChatTemplateOptions {
-  size_t max_output_bytes = size_t{16} << 20;
-  uint64_t max_loop_iterations = 1'000'000;
-  // Bytes of strings plus elements of lists/dicts built while rendering.
-  uint64_t max_work = uint64_t{1} << 26;
-  // Evaluation frames (statements, expressions, macro calls) in flight, and
-  // the native stack they may take. Parsing needs up to ~256 KiB more; render
-  // on a thread with an ordinary stack, not a small coroutine stack.
-  int max_eval_depth = 600;
-  size_t max_stack_bytes = size_t{512} << 10;
-  // Pins strftime_now() to this instant (local time) instead of the clock:
-  // reproducible prompts and tests.
-  std::optional<int64_t> now_unix_seconds;
-};
+// Render limits (see model/jinja_limits.h).
+using ChatTemplateOptions = jinja::RenderLimits;
 
 class ChatTemplate {
  public:
