@@ -82,8 +82,8 @@ Expected<int64_t> Engine::Add(GenerationRequest r) {
 }
 
 void Engine::Cancel(int64_t seq_id) {
-  for (auto& s : seqs_)
-    if (s->id == seq_id) s->cancelled.store(true);
+  std::lock_guard<std::mutex> lock(cancel_mu_);
+  cancel_requests_.push_back(seq_id);
 }
 
 void Engine::Finish(Sequence& s, FinishReason reason, SequenceOutput* out) {
@@ -124,6 +124,13 @@ bool Engine::AllocateOrPreempt(Sequence& s, int64_t need, const std::vector<Sequ
 
 Status Engine::Step(std::vector<SequenceOutput>* outputs) {
   // Cancelled sequences leave before any work is scheduled for them.
+  {
+    std::lock_guard<std::mutex> lock(cancel_mu_);
+    for (int64_t id : cancel_requests_)
+      for (auto& sp : seqs_)
+        if (sp->id == id) sp->cancelled.store(true);
+    cancel_requests_.clear();
+  }
   for (auto& sp : seqs_) {
     if (sp->cancelled.load()) {
       SequenceOutput out;

@@ -3,14 +3,15 @@
 // chunks under the token budget), allocates KV blocks, runs the forward
 // pass, samples, detokenizes and checks stop conditions.
 //
-// Only one thread calls Step(); Cancel() may be called from any thread (an
-// atomic flag checked at the next step).
+// Only one thread calls Add() and Step(); Cancel() may be called from any
+// thread (the request is queued and applied at the start of the next step).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,6 +92,8 @@ class Engine {
   std::vector<std::unique_ptr<Sequence>> seqs_;  // arrival order
   int64_t next_id_ = 1;
   int64_t num_preemptions_ = 0;
+  std::mutex cancel_mu_;  // guards cancel_requests_ (Cancel may run on any thread)
+  std::vector<int64_t> cancel_requests_;
   Batch batch_;
   std::vector<float> logits_;
 };

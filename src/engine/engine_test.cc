@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 namespace brisk {
 namespace {
@@ -183,6 +185,32 @@ TEST_F(EngineTest, CancelFreesBlocksWithinOneStep) {
   EXPECT_TRUE(saw_cancel);
   auto res = RunAll(e);
   EXPECT_EQ(res[b].reason, FinishReason::kLength);
+  EXPECT_EQ(e.block_pool().num_used(), 0);
+}
+
+// Cancel() from another thread while the engine thread steps (the server's
+// case: an HTTP thread sees the client go away).
+TEST_F(EngineTest, CancelFromAnotherThread) {
+  Engine e(*model_, *tok_, {});
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(*e.Add(Greedy("Count slowly: one, two,", 64)));
+  std::atomic<bool> go{false};
+  std::thread canceller([&] {
+    while (!go.load()) std::this_thread::yield();
+    for (int64_t id : ids) e.Cancel(id);
+  });
+  std::map<int64_t, FinishReason> reason;
+  std::vector<SequenceOutput> outs;
+  int steps = 0;
+  while (e.HasWork()) {
+    outs.clear();
+    ASSERT_TRUE(e.Step(&outs).ok());
+    if (++steps == 2) go.store(true);
+    for (auto& o : outs)
+      if (o.finished) reason[o.seq_id] = o.reason;
+  }
+  canceller.join();
+  EXPECT_EQ(reason.size(), ids.size());
   EXPECT_EQ(e.block_pool().num_used(), 0);
 }
 
