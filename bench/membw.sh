@@ -4,7 +4,7 @@
 # Usage: bench/membw.sh [THREADS_MAX=2] [REPS=5]
 # Builds into ~/.cache/brisk/membw/ (outside the repo) with
 #   cc -O3 -march=native -fopenmp
-# then runs it for array sizes 1024 MiB (DRAM), 128 MiB and 32 MiB (can be
+# then runs it for array sizes 1024 MiB (DRAM), 128, 64 and 32 MiB (can be
 # L3-resident on big-LLC parts: the 135M Q4_1 model is ~90 MB, so decode may run
 # from L3 rather than DRAM there) and writes bench/results/membw.json:
 #   {"host":..., "cpu":..., "runs":[{"size_mib":1024, ...membw output...}, ...]}
@@ -26,7 +26,7 @@ cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
   printf '{"host":"%s","cpu":"%s","nproc":%s,"date":"%s","runs":[' \
     "$(hostname)" "$cpu" "$(nproc)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   sep=""
-  for mib in 1024 128 32; do
+  for mib in 1024 128 64 32; do
     res="$(OMP_PROC_BIND=spread OMP_PLACES=cores timeout 300 "$BIN" "$mib" "$REPS" "$THREADS")"
     printf '%s{"size_mib":%s,"membw":%s}' "$sep" "$mib" "$res"
     sep=","
