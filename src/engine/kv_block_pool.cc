@@ -57,10 +57,14 @@ void KvBlockPool::Unlink(int32_t b) {
   assert(in_free_[b]);
   in_free_[b] = 0;
   --num_free_;
-  if (prev_[b] >= 0) next_[prev_[b]] = next_[b];
-  else head_ = next_[b];
-  if (next_[b] >= 0) prev_[next_[b]] = prev_[b];
-  else tail_ = prev_[b];
+  if (prev_[b] >= 0)
+    next_[prev_[b]] = next_[b];
+  else
+    head_ = next_[b];
+  if (next_[b] >= 0)
+    prev_[next_[b]] = prev_[b];
+  else
+    tail_ = prev_[b];
   prev_[b] = next_[b] = -1;
 }
 
@@ -96,7 +100,8 @@ void KvBlockPool::Release(std::span<const int32_t> blocks) {
 }
 
 void KvBlockPool::ReleaseTable(std::span<const int32_t> table) {
-  for (auto it = table.rbegin(); it != table.rend(); ++it) Release(std::span<const int32_t>(&*it, 1));
+  for (auto it = table.rbegin(); it != table.rend(); ++it)
+    Release(std::span<const int32_t>(&*it, 1));
 }
 
 int32_t KvBlockPool::Lookup(const BlockHash& h) const {

@@ -1,6 +1,7 @@
 #include "model/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace brisk {
 
@@ -14,6 +15,11 @@ KvCache::KvCache(const KvCacheShape& shape, int64_t num_blocks)
 
 int64_t KvCache::BlocksForBudget(const KvCacheShape& shape, int64_t budget_bytes) {
   return std::max<int64_t>(1, budget_bytes / shape.BytesPerBlock());
+}
+
+void KvCache::CopyBlock(int64_t src, int64_t dst) {
+  for (int l = 0; l < shape_.n_layers; ++l)
+    std::memcpy(KBlock(l, dst), KBlock(l, src), block_stride() * sizeof(uint16_t));
 }
 
 }  // namespace brisk

@@ -41,6 +41,8 @@ class KvCache {
   uint16_t* VBlock(int layer, int64_t block) {
     return KBlock(layer, block) + shape_.block_size * shape_.kv_dim();
   }
+  // Copies block src to block dst in every layer (copy-on-write of a shared block).
+  void CopyBlock(int64_t src, int64_t dst);
   // Base of a layer (block 0's K), for kernels that walk block tables.
   uint16_t* Base(int layer) { return data_.get() + layer * num_blocks_ * block_stride(); }
 

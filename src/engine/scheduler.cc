@@ -1,0 +1,413 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+#include <tuple>
+
+namespace brisk {
+
+const char* PriorityName(Priority p) {
+  return p == Priority::kInteractive ? "interactive" : "batch";
+}
+
+Scheduler::Scheduler(const SchedulerOptions& options, KvBlockPool* pool)
+    : opts_(options), pool_(pool) {
+  if (opts_.prefill_chunk_tokens <= 0) opts_.prefill_chunk_tokens = opts_.max_batch_tokens;
+}
+
+// ---- ordering ---------------------------------------------------------------
+
+int Scheduler::EffectivePriority(const SeqState& s, double now_s) const {
+  if (s.priority == Priority::kBatch && now_s - s.arrival_s >= opts_.aging_s) return 0;  // aged
+  return static_cast<int>(s.priority);
+}
+
+bool Scheduler::Outranks(const SeqState& a, const SeqState& b, double now_s) const {
+  return std::make_tuple(EffectivePriority(a, now_s), a.arrival_s, a.id) <
+         std::make_tuple(EffectivePriority(b, now_s), b.arrival_s, b.id);
+}
+
+void Scheduler::SortByRank(std::vector<SeqState*>& v, double now_s) const {
+  std::sort(v.begin(), v.end(),
+            [&](const SeqState* a, const SeqState* b) { return Outranks(*a, *b, now_s); });
+}
+
+// ---- admission and bookkeeping ---------------------------------------------
+
+Status Scheduler::Add(SeqState seq) {
+  if (seq.tokens.empty() || seq.num_prompt <= 0 || seq.num_prompt > seq.num_tokens())
+    return InvalidArgument("a sequence needs a non-empty prompt");
+  if (seqs_.count(seq.id)) return InvalidArgument("sequence id {} is already queued", seq.id);
+  if (BlocksFor(seq.num_tokens()) > pool_->num_blocks())
+    return InvalidArgument("{} tokens need {} KV blocks but the cache holds {}", seq.num_tokens(),
+                           BlocksFor(seq.num_tokens()), pool_->num_blocks());
+  const int p = static_cast<int>(seq.priority);
+  if (num_waiting_[p] >= opts_.max_waiting[p])
+    return ResourceExhausted("the {} queue is full ({} waiting)", PriorityName(seq.priority),
+                             num_waiting_[p]);
+  seq.num_computed = 0;
+  seq.blocks.clear();
+  seq.block_hashes.clear();
+  seq.num_published = 0;
+  seq.num_cached_prompt = -1;
+  seq.status = SeqStatus::kWaiting;
+  seq.num_preemptions = 0;
+  seq.first_scheduled_s = -1;
+  auto owned = std::make_unique<SeqState>(std::move(seq));
+  waiting_.push_back(owned.get());
+  ++num_waiting_[p];
+  seqs_.emplace(owned->id, std::move(owned));
+  return Status::Ok();
+}
+
+Status Scheduler::Fork(int64_t parent_id, int64_t child_id) {
+  auto it = seqs_.find(parent_id);
+  if (it == seqs_.end()) return NotFound("no sequence {}", parent_id);
+  if (seqs_.count(child_id)) return InvalidArgument("sequence id {} is already queued", child_id);
+  const SeqState& parent = *it->second;
+  auto child = std::make_unique<SeqState>(parent);
+  child->id = child_id;
+  child->num_preemptions = 0;
+  for (int32_t b : child->blocks) pool_->Ref(b);
+  if (child->status == SeqStatus::kRunning) {
+    running_.push_back(child.get());
+  } else {
+    waiting_.push_back(child.get());
+    ++num_waiting_[static_cast<int>(child->priority)];
+  }
+  seqs_.emplace(child_id, std::move(child));
+  return Status::Ok();
+}
+
+void Scheduler::Free(SeqState& s) {
+  pool_->ReleaseTable(s.blocks);
+  s.blocks.clear();
+  if (s.status == SeqStatus::kRunning) {
+    std::erase(running_, &s);
+  } else if (s.status == SeqStatus::kWaiting) {
+    std::erase(waiting_, &s);
+    --num_waiting_[static_cast<int>(s.priority)];
+  }
+  s.status = SeqStatus::kFinished;
+}
+
+void Scheduler::Remove(int64_t id) { seqs_.erase(id); }
+
+void Scheduler::Abort(int64_t id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  Free(*it->second);
+  Remove(id);
+}
+
+const SeqState* Scheduler::Find(int64_t id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : it->second.get();
+}
+
+// ---- prefix cache ------------------------------------------------------------
+
+void Scheduler::ExtendHashes(SeqState& s) {
+  const int bs = opts_.block_size;
+  const size_t full = static_cast<size_t>(s.num_tokens() / bs);
+  while (s.block_hashes.size() < full) {
+    const size_t i = s.block_hashes.size();
+    const BlockHash& parent = i == 0 ? s.salt : s.block_hashes[i - 1];
+    s.block_hashes.push_back(
+        ChainBlockHash(parent, std::span<const int32_t>(s.tokens).subspan(i * bs, bs)));
+  }
+}
+
+// A fresh or preempted sequence reuses the longest run of cached full blocks.
+// At least one token is left to compute: its logits are needed.
+void Scheduler::AdmitFromPrefixCache(SeqState& s) {
+  const bool first = s.num_cached_prompt < 0;
+  if (!opts_.prefix_cache || !s.blocks.empty()) {
+    if (first) s.num_cached_prompt = 0;
+    return;
+  }
+  ExtendHashes(s);
+  const size_t max_hits = static_cast<size_t>((s.num_tokens() - 1) / opts_.block_size);
+  for (size_t i = 0; i < max_hits && i < s.block_hashes.size(); ++i) {
+    const int32_t b = pool_->Acquire(s.block_hashes[i]);
+    if (b < 0) break;
+    s.blocks.push_back(b);
+  }
+  s.num_computed = static_cast<int32_t>(s.blocks.size()) * opts_.block_size;
+  s.num_published = static_cast<int32_t>(s.blocks.size());
+  if (first) {
+    s.num_cached_prompt = std::min(s.num_computed, s.num_prompt);
+    prefix_query_tokens_ += s.num_prompt;
+    prefix_hit_tokens_ += s.num_cached_prompt;
+  }
+}
+
+void Scheduler::PublishComputed(SeqState& s) {
+  if (!opts_.prefix_cache) return;
+  ExtendHashes(s);
+  const int32_t full =
+      std::min<int32_t>(s.num_computed / opts_.block_size, static_cast<int32_t>(s.blocks.size()));
+  for (int32_t i = s.num_published; i < full; ++i) pool_->Publish(s.blocks[i], s.block_hashes[i]);
+  s.num_published = std::max(s.num_published, full);
+}
+
+// ---- KV allocation and preemption -----------------------------------------
+
+// The lowest-ranked running sequence not in this step's batch that ranks
+// below `for_seq` (optionally: only ones of a lower effective priority).
+SeqState* Scheduler::PickVictim(const SeqState& for_seq, double now_s,
+                                const std::vector<SeqState*>& scheduled, bool lower_priority_only) {
+  SeqState* victim = nullptr;
+  for (SeqState* r : running_) {
+    if (r == &for_seq || r->blocks.empty()) continue;
+    if (std::find(scheduled.begin(), scheduled.end(), r) != scheduled.end()) continue;
+    if (!Outranks(for_seq, *r, now_s)) continue;
+    if (lower_priority_only && EffectivePriority(*r, now_s) <= EffectivePriority(for_seq, now_s))
+      continue;
+    if (!victim || Outranks(*victim, *r, now_s)) victim = r;
+  }
+  return victim;
+}
+
+void Scheduler::Preempt(SeqState& s, SchedulerOutput& out) {
+  pool_->ReleaseTable(s.blocks);  // full blocks stay in the prefix cache
+  s.blocks.clear();
+  s.num_computed = 0;
+  s.num_published = 0;
+  std::erase(running_, &s);
+  s.status = SeqStatus::kWaiting;
+  waiting_.push_back(&s);
+  ++num_waiting_[static_cast<int>(s.priority)];
+  ++s.num_preemptions;
+  ++preemptions_;
+  out.preempted.push_back(s.id);
+}
+
+// Gets blocks for the next n_new tokens of `s` (and a private copy of a
+// shared block they would write into), preempting lower-ranked sequences.
+bool Scheduler::AllocateOrPreempt(SeqState& s, int32_t n_new, double now_s, SchedulerOutput& out,
+                                  const std::vector<SeqState*>& scheduled) {
+  const int bs = opts_.block_size;
+  const size_t write_block = static_cast<size_t>(s.num_computed / bs);
+  const bool cow = write_block < s.blocks.size() && pool_->RefCount(s.blocks[write_block]) > 1;
+  const int64_t need =
+      BlocksFor(int64_t{s.num_computed} + n_new) - static_cast<int64_t>(s.blocks.size()) + cow;
+  if (need <= 0) return true;
+  std::vector<int32_t> got;
+  while (!pool_->Allocate(need, &got)) {
+    SeqState* victim = PickVictim(s, now_s, scheduled, /*lower_priority_only=*/false);
+    if (!victim) return false;
+    Preempt(*victim, out);
+  }
+  size_t k = 0;
+  if (cow) {  // copy-on-write: the first divergent block
+    const int32_t shared = s.blocks[write_block];
+    out.block_copies.emplace_back(shared, got[k]);
+    s.blocks[write_block] = got[k++];
+    pool_->Release(std::span<const int32_t>(&shared, 1));
+  }
+  s.blocks.insert(s.blocks.end(), got.begin() + k, got.end());
+  return true;
+}
+
+bool Scheduler::ScheduleChunk(SeqState& s, int budget, double now_s, SchedulerOutput& out,
+                              std::vector<SeqState*>& scheduled) {
+  const int32_t pending = s.num_tokens() - s.num_computed;
+  const int32_t chunk = std::min({pending, budget, opts_.prefill_chunk_tokens});
+  if (chunk <= 0) return false;
+  if (!AllocateOrPreempt(s, chunk, now_s, out, scheduled)) return false;
+  ScheduledChunk c;
+  c.id = s.id;
+  c.pos_begin = s.num_computed;
+  c.n_tokens = chunk;
+  c.sample = s.num_computed + chunk == s.num_tokens();
+  out.chunks.push_back(c);
+  (pending == 1 ? out.num_decode_tokens : out.num_prefill_tokens) += chunk;
+  if (s.first_scheduled_s < 0) s.first_scheduled_s = last_now_s_;
+  scheduled.push_back(&s);
+  return true;
+}
+
+// ---- one step ------------------------------------------------------------------
+
+// Waiting sequences of a higher effective priority than running ones take
+// their running slot and KV blocks now, before the running ones are
+// scheduled for this step (batch work only uses spare capacity). Stops once
+// the waiting sequences served this way would fill the step's token budget.
+void Scheduler::MakeRoomForHigherPriority(double now_s, SchedulerOutput& out) {
+  SortByRank(waiting_, now_s);
+  const std::vector<SeqState*> snapshot = waiting_;
+  const std::vector<SeqState*> none;
+  int64_t slots = 0, blocks = 0, tokens = 0;
+  for (SeqState* s : snapshot) {
+    if (tokens >= opts_.max_batch_tokens) break;
+    const int32_t chunk =
+        std::min({s->num_tokens(), opts_.prefill_chunk_tokens, opts_.max_batch_tokens});
+    slots += 1;
+    blocks += BlocksFor(chunk);
+    tokens += chunk;
+    while (static_cast<int64_t>(running_.size()) + slots > opts_.max_concurrent_sequences ||
+           pool_->num_free() < blocks) {
+      SeqState* victim = PickVictim(*s, now_s, none, /*lower_priority_only=*/true);
+      if (!victim) return;
+      Preempt(*victim, out);
+    }
+  }
+}
+
+SchedulerOutput Scheduler::Schedule(double now_s) {
+  last_now_s_ = now_s;
+  ++steps_;
+  SchedulerOutput out;
+
+  // Deadlines fire in any state; blocks are freed now.
+  std::vector<int64_t> expired;
+  for (auto& [id, s] : seqs_)
+    if (s->deadline_s <= now_s) expired.push_back(id);
+  std::sort(expired.begin(), expired.end());
+  for (int64_t id : expired) Abort(id);
+  out.expired = std::move(expired);
+
+  std::vector<SeqState*> scheduled;
+  int budget = opts_.max_batch_tokens;
+  if (opts_.continuous_batching) MakeRoomForHigherPriority(now_s, out);
+
+  // Running sequences in rank order: decode tokens first, then prefill chunks.
+  SortByRank(running_, now_s);
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::vector<SeqState*> snapshot = running_;
+    for (SeqState* s : snapshot) {
+      if (budget <= 0) break;
+      if (s->status != SeqStatus::kRunning) continue;  // preempted in this loop
+      const bool decode = s->num_tokens() - s->num_computed == 1;
+      if ((pass == 0) != decode) continue;
+      if (ScheduleChunk(*s, budget, now_s, out, scheduled)) budget -= out.chunks.back().n_tokens;
+    }
+  }
+
+  // Admission. Static batching admits only when the previous batch is done.
+  const bool may_admit = opts_.continuous_batching || running_.empty();
+  if (may_admit) {
+    SortByRank(waiting_, now_s);
+    const std::vector<SeqState*> snapshot = waiting_;
+    for (SeqState* s : snapshot) {
+      if (budget <= 0) break;
+      if (s->status != SeqStatus::kWaiting) continue;
+      if (static_cast<int>(running_.size()) >= opts_.max_concurrent_sequences) {
+        // Interactive work takes the slot of a lower-priority sequence.
+        SeqState* victim = opts_.continuous_batching
+                               ? PickVictim(*s, now_s, scheduled, /*lower_priority_only=*/true)
+                               : nullptr;
+        if (!victim) break;
+        Preempt(*victim, out);
+      }
+      AdmitFromPrefixCache(*s);
+      // Join the running set first so ScheduleChunk's bookkeeping sees it.
+      std::erase(waiting_, s);
+      --num_waiting_[static_cast<int>(s->priority)];
+      s->status = SeqStatus::kRunning;
+      running_.push_back(s);
+      if (ScheduleChunk(*s, budget, now_s, out, scheduled)) {
+        budget -= out.chunks.back().n_tokens;
+        continue;
+      }
+      // No room: back to waiting, giving up any cached blocks it took. FCFS:
+      // nothing ranked below it may jump ahead.
+      pool_->ReleaseTable(s->blocks);
+      s->blocks.clear();
+      s->num_computed = 0;
+      s->num_published = 0;
+      std::erase(running_, s);
+      s->status = SeqStatus::kWaiting;
+      waiting_.push_back(s);
+      ++num_waiting_[static_cast<int>(s->priority)];
+      break;
+    }
+  }
+  return out;
+}
+
+void Scheduler::UpdateFromOutput(const SchedulerOutput& out, std::span<const SeqResult> results) {
+  for (const ScheduledChunk& c : out.chunks) {
+    auto it = seqs_.find(c.id);
+    if (it == seqs_.end()) continue;
+    it->second->num_computed = c.pos_begin + c.n_tokens;
+  }
+  for (const SeqResult& r : results) {
+    auto it = seqs_.find(r.id);
+    if (it == seqs_.end()) continue;
+    SeqState& s = *it->second;
+    for (const auto& [child, token] : r.forks) {
+      if (!Fork(r.id, child).ok()) continue;
+      seqs_[child]->tokens.push_back(token);
+    }
+    if (r.token >= 0) s.tokens.push_back(r.token);
+    if (r.finished) {
+      finished_log_.emplace_back(last_now_s_, s.num_generated());
+      Free(s);
+      Remove(r.id);
+    }
+  }
+  for (const ScheduledChunk& c : out.chunks) {
+    auto it = seqs_.find(c.id);
+    if (it != seqs_.end()) PublishComputed(*it->second);
+  }
+  while (!finished_log_.empty() && finished_log_.front().first < last_now_s_ - 300)
+    finished_log_.pop_front();
+  RecordWaste();
+}
+
+void Scheduler::RecordWaste() {
+  int64_t slots = 0, held = 0;
+  for (const SeqState* s : running_) {
+    slots += static_cast<int64_t>(s->blocks.size()) * opts_.block_size;
+    held += std::min<int64_t>(s->num_computed,
+                              static_cast<int64_t>(s->blocks.size()) * opts_.block_size);
+  }
+  if (slots == 0) return;
+  waste_sum_ += double(slots - held) / double(slots);
+  ++waste_samples_;
+}
+
+// ---- stats ---------------------------------------------------------------------
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats st;
+  for (const SeqState* s : running_) ++st.running[static_cast<int>(s->priority)];
+  for (int p = 0; p < kNumPriorities; ++p) st.waiting[p] = num_waiting_[p];
+  st.blocks_total = pool_->num_blocks();
+  st.blocks_used = pool_->num_used();
+  st.blocks_cached = pool_->num_cached();
+  st.preemptions = preemptions_;
+  st.prefix_query_tokens = prefix_query_tokens_;
+  st.prefix_hit_tokens = prefix_hit_tokens_;
+  st.steps = steps_;
+  st.kv_waste_ratio = waste_samples_ ? waste_sum_ / double(waste_samples_) : 0;
+  return st;
+}
+
+double Scheduler::FinishedPerSecond(double now_s, double window_s) const {
+  int64_t n = 0;
+  double oldest = now_s;
+  for (auto it = finished_log_.rbegin(); it != finished_log_.rend(); ++it) {
+    if (it->first < now_s - window_s) break;
+    ++n;
+    oldest = it->first;
+  }
+  if (n == 0) return 0;
+  return double(n) / std::max(1.0, now_s - oldest);
+}
+
+double Scheduler::TokensPerSecond(double now_s, double window_s) const {
+  int64_t n = 0;
+  double oldest = now_s;
+  for (auto it = finished_log_.rbegin(); it != finished_log_.rend(); ++it) {
+    if (it->first < now_s - window_s) break;
+    n += it->second;
+    oldest = it->first;
+  }
+  if (n == 0) return 0;
+  return double(n) / std::max(1.0, now_s - oldest);
+}
+
+}  // namespace brisk

@@ -1,0 +1,200 @@
+// The scheduler: pure logic over plain state (no model, no threads, no
+// clock of its own; `now_s` is passed in). One engine step is
+//
+//   SchedulerOutput out = scheduler.Schedule(now_s);   // who runs, how many tokens
+//   ... copy blocks, forward pass, sample ...
+//   scheduler.UpdateFromOutput(out, results);          // computed += n, new tokens
+//
+// Every sequence knows its tokens (prompt + generated) and how many of them
+// have K/V in the cache (num_computed). There is no prefill phase: a
+// sequence whose computed count lags its known count by more than one token
+// gets a chunk; by exactly one, a decode token. Decodes are scheduled first,
+// then prefill chunks fill the token budget, so a long prompt arriving never
+// stalls the streams already running.
+//
+// Policies, each a small named function in scheduler.cc:
+//  - order: interactive before batch, FCFS (arrival) within a priority;
+//    a batch sequence waiting longer than aging_s ranks as interactive;
+//  - admission: bounded waiting queue per priority; waiting sequences join
+//    when the token budget, the running-set cap and KV blocks allow;
+//  - KV exhaustion: allocation fails without side effects and the lowest
+//    ranked running sequence not yet in this step (lowest priority, latest
+//    arrival) is preempted: its blocks go back to the pool (kept in the
+//    prefix cache when full) and it recomputes later;
+//  - copy-on-write: a block shared by several sequences (n > 1 forks) is
+//    copied before one of them writes into it;
+//  - prefix cache: on admission the longest run of cached full blocks is
+//    reused and computing starts after it;
+//  - static batching (continuous_batching = false): a batch is admitted only
+//    when nothing runs, and runs until its longest member finishes. Kept as
+//    the baseline continuous batching is measured against.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/kv_block_pool.h"
+#include "util/status.h"
+
+namespace brisk {
+
+enum class Priority : uint8_t { kInteractive = 0, kBatch = 1 };
+inline constexpr int kNumPriorities = 2;
+const char* PriorityName(Priority p);  // "interactive", "batch"
+
+struct SchedulerOptions {
+  int max_batch_tokens = 512;         // tokens per step
+  int max_concurrent_sequences = 64;  // running sequences
+  int prefill_chunk_tokens = 0;       // per sequence per step; 0 = max_batch_tokens
+  int block_size = 16;
+  bool continuous_batching = true;
+  bool prefix_cache = true;
+  double aging_s = 5;  // batch sequences waiting this long rank as interactive
+  int max_waiting[kNumPriorities] = {256, 1024};
+};
+
+enum class SeqStatus : uint8_t { kWaiting, kRunning, kFinished };
+
+// Why the scheduler ended a sequence on its own (the engine ends the rest).
+enum class SchedFinish : uint8_t { kNone, kDeadline };
+
+// One sequence: plain data, read by the engine to build the batch.
+struct SeqState {
+  int64_t id = 0;
+  Priority priority = Priority::kInteractive;
+  double arrival_s = 0;
+  double deadline_s = std::numeric_limits<double>::infinity();
+  std::vector<int32_t> tokens;  // known: prompt + generated
+  int32_t num_prompt = 0;
+  int32_t num_computed = 0;  // tokens whose K/V are in the cache
+  std::vector<int32_t> blocks;
+  BlockHash salt;                       // root of the block-hash chain
+  std::vector<BlockHash> block_hashes;  // of full blocks of `tokens`
+  int32_t num_published = 0;            // blocks handed to the prefix cache
+  int32_t num_cached_prompt = -1;       // prompt tokens found cached at first admission
+  SeqStatus status = SeqStatus::kWaiting;
+  int32_t num_preemptions = 0;
+  double first_scheduled_s = -1;
+
+  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t num_generated() const { return num_tokens() - num_prompt; }
+};
+
+struct ScheduledChunk {
+  int64_t id = 0;
+  int32_t pos_begin = 0;  // = num_computed before the step
+  int32_t n_tokens = 0;
+  bool sample = false;  // the chunk reaches the last known token: sample one
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledChunk> chunks;  // decodes first, then prefill chunks
+  std::vector<std::pair<int32_t, int32_t>>
+      block_copies;  // (src, dst), apply before the forward pass
+  std::vector<int64_t> preempted;
+  std::vector<int64_t> expired;  // deadline passed: already finished and freed
+  int32_t num_decode_tokens = 0;
+  int32_t num_prefill_tokens = 0;
+  bool empty() const { return chunks.empty(); }
+};
+
+// What the engine did with one scheduled chunk.
+struct SeqResult {
+  int64_t id = 0;
+  int32_t token = -1;     // sampled token, appended to the sequence (-1: none)
+  bool finished = false;  // the engine ended it (stop, length, error): free it
+  // n > 1: new sequences forked from this one after its chunk was computed
+  // and before `token` is appended, each with its own first token.
+  std::vector<std::pair<int64_t, int32_t>> forks;
+};
+
+struct SchedulerStats {
+  int32_t running[kNumPriorities] = {0, 0};
+  int32_t waiting[kNumPriorities] = {0, 0};
+  int64_t blocks_total = 0, blocks_used = 0, blocks_cached = 0;
+  int64_t preemptions = 0;
+  int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;
+  int64_t steps = 0;
+  // Allocated token slots not holding a token, averaged over steps.
+  double kv_waste_ratio = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerOptions& options, KvBlockPool* pool);
+
+  const SchedulerOptions& options() const { return opts_; }
+
+  // Queues a sequence (tokens, num_prompt, priority, arrival_s, deadline_s
+  // and salt set by the caller; the rest is reset). ResourceExhausted when
+  // the waiting queue of its priority is full; InvalidArgument when it could
+  // never fit in the KV pool.
+  Status Add(SeqState seq);
+  // Ends a sequence in any state (cancel, error); its blocks are freed now.
+  // Unknown ids are ignored.
+  void Abort(int64_t id);
+  // A new sequence that shares everything `parent` has so far (n > 1). The
+  // shared partial block is copied on the first write. (The engine forks
+  // through SeqResult::forks, right after the prompt is computed.)
+  Status Fork(int64_t parent, int64_t child);
+
+  SchedulerOutput Schedule(double now_s);
+  // Applies a step's results: computed counts, new tokens, finishes.
+  void UpdateFromOutput(const SchedulerOutput& out, std::span<const SeqResult> results);
+
+  const SeqState* Find(int64_t id) const;
+  bool HasWork() const { return !seqs_.empty(); }
+  int64_t num_seqs() const { return static_cast<int64_t>(seqs_.size()); }
+  SchedulerStats stats() const;
+  // Requests that finished in the last `window_s` seconds per second, and
+  // the generated tokens per second over the same window.
+  double FinishedPerSecond(double now_s, double window_s = 30) const;
+  double TokensPerSecond(double now_s, double window_s = 30) const;
+  // Blocks a request of this many tokens needs at most.
+  int64_t BlocksFor(int64_t n_tokens) const {
+    return (n_tokens + opts_.block_size - 1) / opts_.block_size;
+  }
+
+ private:
+  bool Outranks(const SeqState& a, const SeqState& b, double now_s) const;
+  int EffectivePriority(const SeqState& s, double now_s) const;
+  void SortByRank(std::vector<SeqState*>& v, double now_s) const;
+  bool ScheduleChunk(SeqState& s, int budget, double now_s, SchedulerOutput& out,
+                     std::vector<SeqState*>& scheduled);
+  bool MakeWritable(SeqState& s, int32_t n_new, SchedulerOutput& out);
+  bool AllocateOrPreempt(SeqState& s, int32_t n_new, double now_s, SchedulerOutput& out,
+                         const std::vector<SeqState*>& scheduled);
+  SeqState* PickVictim(const SeqState& for_seq, double now_s,
+                       const std::vector<SeqState*>& scheduled, bool lower_priority_only);
+  void Preempt(SeqState& s, SchedulerOutput& out);
+  void MakeRoomForHigherPriority(double now_s, SchedulerOutput& out);
+  void AdmitFromPrefixCache(SeqState& s);
+  void ExtendHashes(SeqState& s);
+  void PublishComputed(SeqState& s);
+  void Free(SeqState& s);
+  void Remove(int64_t id);
+  void RecordWaste();
+
+  SchedulerOptions opts_;
+  KvBlockPool* pool_;
+  std::unordered_map<int64_t, std::unique_ptr<SeqState>> seqs_;
+  std::vector<SeqState*> running_;
+  std::vector<SeqState*> waiting_;
+  int32_t num_waiting_[kNumPriorities] = {0, 0};
+  int64_t preemptions_ = 0;
+  int64_t prefix_query_tokens_ = 0, prefix_hit_tokens_ = 0;
+  int64_t steps_ = 0;
+  double waste_sum_ = 0;
+  int64_t waste_samples_ = 0;
+  std::deque<std::pair<double, int32_t>> finished_log_;  // (time, generated tokens)
+  double last_now_s_ = 0;
+};
+
+}  // namespace brisk

@@ -1,0 +1,395 @@
+// The scheduler with no model: forward outputs are made up by a deterministic
+// function of each sequence's tokens, so outputs can be compared across runs.
+#include "engine/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+namespace brisk {
+namespace {
+
+int32_t FakeNextToken(const std::vector<int32_t>& toks) {
+  uint32_t h = 2166136261u;
+  for (int32_t t : toks) h = (h ^ static_cast<uint32_t>(t)) * 16777619u;
+  return static_cast<int32_t>(h % 1000);
+}
+
+SeqState MakeSeq(int64_t id, int n_prompt, Priority p = Priority::kInteractive, double arrival = 0,
+                 int first_token = 0) {
+  SeqState s;
+  s.id = id;
+  s.priority = p;
+  s.arrival_s = arrival;
+  for (int i = 0; i < n_prompt; ++i) s.tokens.push_back(first_token + i);
+  s.num_prompt = n_prompt;
+  return s;
+}
+
+// Drives a scheduler like the engine does, checking invariants every step.
+struct Sim {
+  Sim(SchedulerOptions o, int64_t blocks) : pool(blocks), sched(o, &pool) {}
+  KvBlockPool pool;
+  Scheduler sched;
+  std::map<int64_t, int> max_gen;                   // id -> tokens to generate
+  std::map<int64_t, std::vector<int32_t>> outputs;  // id -> generated tokens
+  std::vector<int64_t> finish_order;
+  double now = 0;
+
+  void Add(SeqState s, int gen) {
+    max_gen[s.id] = gen;
+    ASSERT_TRUE(sched.Add(std::move(s)).ok());
+  }
+  SchedulerOutput Step() {
+    SchedulerOutput out = sched.Schedule(now);
+    int total = 0;
+    for (const auto& c : out.chunks) total += c.n_tokens;
+    EXPECT_LE(total, sched.options().max_batch_tokens);
+    std::vector<SeqResult> results;
+    for (const auto& c : out.chunks) {
+      const SeqState* s = sched.Find(c.id);
+      EXPECT_NE(s, nullptr);
+      EXPECT_EQ(c.pos_begin, s->num_computed);
+      EXPECT_GE(static_cast<int64_t>(s->blocks.size()) * sched.options().block_size,
+                c.pos_begin + c.n_tokens);
+      if (!c.sample) continue;
+      std::vector<int32_t> toks(s->tokens.begin(), s->tokens.end());
+      SeqResult r;
+      r.id = c.id;
+      r.token = FakeNextToken(toks);
+      outputs[c.id].push_back(r.token);
+      r.finished = static_cast<int>(outputs[c.id].size()) >= max_gen[c.id];
+      if (r.finished) finish_order.push_back(c.id);
+      results.push_back(r);
+    }
+    sched.UpdateFromOutput(out, results);
+    CheckAccounting();
+    now += 0.01;
+    return out;
+  }
+  void CheckAccounting() {
+    std::map<int32_t, int> refs;
+    for (const auto& [id, g] : max_gen) {
+      const SeqState* s = sched.Find(id);
+      if (!s) continue;
+      for (int32_t b : s->blocks) ++refs[b];
+    }
+    ASSERT_EQ(static_cast<int64_t>(refs.size()), pool.num_used());
+    for (auto& [b, n] : refs) ASSERT_EQ(pool.RefCount(b), n) << "block " << b;
+    ASSERT_EQ(pool.num_used() + pool.num_free(), pool.num_blocks());
+  }
+  void RunAll(int max_steps = 100000) {
+    for (int i = 0; i < max_steps && sched.HasWork(); ++i) Step();
+    ASSERT_FALSE(sched.HasWork());
+    EXPECT_EQ(pool.num_used(), 0);
+  }
+};
+
+SchedulerOptions Opts(int budget = 64, int max_seqs = 16, int bs = 4) {
+  SchedulerOptions o;
+  o.max_batch_tokens = budget;
+  o.max_concurrent_sequences = max_seqs;
+  o.block_size = bs;
+  o.prefix_cache = false;
+  return o;
+}
+
+TEST(SchedulerTest, ChunkedPrefillThenDecode) {
+  Sim sim(Opts(32), 64);
+  sim.Add(MakeSeq(1, 100), 3);
+  std::vector<int> chunks;
+  for (int i = 0; i < 4; ++i) chunks.push_back(sim.Step().chunks.at(0).n_tokens);
+  EXPECT_EQ(chunks, (std::vector<int>{32, 32, 32, 4}));
+  auto out = sim.Step();
+  EXPECT_EQ(out.num_decode_tokens, 1);
+  sim.RunAll();
+  EXPECT_EQ(sim.outputs[1].size(), 3u);
+}
+
+TEST(SchedulerTest, DecodesGoFirstAndLongPromptsDoNotStallThem) {
+  Sim sim(Opts(16), 256);
+  sim.Add(MakeSeq(1, 4), 50);
+  sim.Step();  // prefill of 1
+  sim.Add(MakeSeq(2, 200, Priority::kInteractive, 0.001), 2);
+  for (int i = 0; i < 5; ++i) {
+    auto out = sim.Step();
+    ASSERT_GE(out.chunks.size(), 1u);
+    EXPECT_EQ(out.chunks[0].id, 1);
+    EXPECT_EQ(out.chunks[0].n_tokens, 1);
+    ASSERT_EQ(out.chunks.size(), 2u);
+    EXPECT_EQ(out.chunks[1].n_tokens, 15);  // the rest of the budget
+  }
+}
+
+TEST(SchedulerTest, BudgetAndAccountingUnderRandomLoad) {
+  for (bool prefix : {false, true}) {
+    SchedulerOptions o = Opts(48, 8, 4);
+    o.prefix_cache = prefix;
+    Sim sim(o, 60);
+    std::mt19937 rng(3);
+    int64_t next = 1;
+    for (int step = 0; step < 3000; ++step) {
+      if (rng() % 3 == 0 && next <= 200) {
+        const int n = 1 + rng() % 40;
+        auto s = MakeSeq(next, n, rng() % 2 ? Priority::kBatch : Priority::kInteractive, sim.now,
+                         static_cast<int>(rng() % 3) * 7);
+        s.salt = RootBlockHash("t");
+        sim.Add(std::move(s), 1 + rng() % 30);
+        ++next;
+      }
+      if (rng() % 50 == 0 && next > 2) sim.sched.Abort(1 + rng() % (next - 1));
+      sim.Step();
+    }
+    sim.RunAll();
+  }
+}
+
+TEST(SchedulerTest, FcfsWithinPriority) {
+  Sim sim(Opts(64, 1), 64);
+  for (int i = 1; i <= 5; ++i) sim.Add(MakeSeq(i, 3, Priority::kInteractive, 0.1 * i), 2);
+  sim.RunAll();
+  EXPECT_EQ(sim.finish_order, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+}
+
+TEST(SchedulerTest, InteractiveBeforeEarlierBatch) {
+  Sim sim(Opts(64, 1), 64);
+  sim.Add(MakeSeq(1, 3, Priority::kBatch, 0.0), 2);
+  sim.Add(MakeSeq(2, 3, Priority::kInteractive, 0.001), 2);
+  sim.RunAll();
+  EXPECT_EQ(sim.finish_order, (std::vector<int64_t>{2, 1}));
+}
+
+TEST(SchedulerTest, InteractiveTakesTheSlotOfARunningBatchSequence) {
+  Sim sim(Opts(64, 1), 64);
+  sim.Add(MakeSeq(1, 3, Priority::kBatch, 0.0), 20);
+  sim.Step();
+  sim.Step();
+  sim.Add(MakeSeq(2, 3, Priority::kInteractive, sim.now), 2);
+  auto out = sim.Step();
+  EXPECT_EQ(out.preempted, (std::vector<int64_t>{1}));
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].id, 2);
+  sim.RunAll();
+  EXPECT_EQ(sim.finish_order, (std::vector<int64_t>{2, 1}));
+}
+
+TEST(SchedulerTest, BatchDoesNotStarveUnderAStreamOfInteractiveWork) {
+  SchedulerOptions o = Opts(8, 1);
+  o.aging_s = 1.0;
+  Sim sim(o, 64);
+  sim.Add(MakeSeq(1000, 3, Priority::kBatch, 0.0), 2);
+  int64_t id = 1;
+  // A new interactive request every step keeps the single slot busy forever
+  // unless the batch request ages into the interactive class.
+  for (int step = 0; step < 2000 && sim.sched.Find(1000); ++step) {
+    sim.Add(MakeSeq(id, 3, Priority::kInteractive, sim.now), 3);
+    ++id;
+    sim.Step();
+  }
+  EXPECT_EQ(sim.sched.Find(1000), nullptr) << "batch request starved";
+  EXPECT_GE(sim.now, 1.0);
+}
+
+TEST(SchedulerTest, DeadlinesFireInEveryState) {
+  Sim sim(Opts(8, 1), 64);
+  auto a = MakeSeq(1, 20);  // prefilling (chunked)
+  a.deadline_s = 0.025;
+  auto b = MakeSeq(2, 3, Priority::kInteractive, 0.001);  // waiting behind 1
+  b.deadline_s = 0.015;
+  sim.Add(std::move(a), 100);
+  sim.Add(std::move(b), 100);
+  auto c = MakeSeq(3, 2, Priority::kInteractive, 0.002);
+  sim.Add(std::move(c), 100);
+  sim.Step();             // t = 0
+  sim.Step();             // 0.01
+  auto out = sim.Step();  // 0.02: 2 expired while waiting
+  EXPECT_EQ(out.expired, (std::vector<int64_t>{2}));
+  out = sim.Step();  // 0.03: 1 expired while running
+  EXPECT_EQ(out.expired, (std::vector<int64_t>{1}));
+  EXPECT_EQ(sim.sched.Find(1), nullptr);
+  sim.CheckAccounting();
+  sim.sched.Abort(3);
+  EXPECT_EQ(sim.pool.num_used(), 0);
+}
+
+TEST(SchedulerTest, AbortFreesBlocksInAnyState) {
+  Sim sim(Opts(8, 1), 64);
+  sim.Add(MakeSeq(1, 20), 10);
+  sim.Add(MakeSeq(2, 20, Priority::kInteractive, 1), 10);
+  sim.Step();
+  EXPECT_GT(sim.pool.num_used(), 0);
+  sim.sched.Abort(2);  // waiting
+  sim.sched.Abort(1);  // prefilling
+  EXPECT_EQ(sim.pool.num_used(), 0);
+  EXPECT_FALSE(sim.sched.HasWork());
+  sim.Add(MakeSeq(3, 2), 10);
+  for (int i = 0; i < 4; ++i) sim.Step();  // decoding
+  sim.sched.Abort(3);
+  EXPECT_EQ(sim.pool.num_used(), 0);
+}
+
+TEST(SchedulerTest, WaitingQueueIsBoundedPerPriority) {
+  SchedulerOptions o = Opts();
+  o.max_waiting[0] = 2;
+  o.max_waiting[1] = 1;
+  KvBlockPool pool(64);
+  Scheduler s(o, &pool);
+  EXPECT_TRUE(s.Add(MakeSeq(1, 3)).ok());
+  EXPECT_TRUE(s.Add(MakeSeq(2, 3)).ok());
+  EXPECT_EQ(s.Add(MakeSeq(3, 3)).code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(s.Add(MakeSeq(4, 3, Priority::kBatch)).ok());
+  EXPECT_EQ(s.Add(MakeSeq(5, 3, Priority::kBatch)).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.Add(MakeSeq(6, 1000)).code(), StatusCode::kInvalidArgument);  // never fits
+  auto st = s.stats();
+  EXPECT_EQ(st.waiting[0], 2);
+  EXPECT_EQ(st.waiting[1], 1);
+}
+
+TEST(SchedulerTest, PreemptionUnderKvPressureKeepsOutputs) {
+  // Reference: each request alone.
+  std::map<int64_t, std::vector<int32_t>> alone;
+  for (int64_t id = 1; id <= 6; ++id) {
+    Sim sim(Opts(32, 8), 64);
+    sim.Add(MakeSeq(id, 10 + static_cast<int>(id), Priority::kInteractive, 0, 100 * id), 24);
+    sim.RunAll();
+    alone[id] = sim.outputs[id];
+  }
+  // Together in a pool far too small for all of them at once.
+  Sim sim(Opts(32, 8), 20);
+  for (int64_t id = 1; id <= 6; ++id)
+    sim.Add(MakeSeq(id, 10 + static_cast<int>(id), Priority::kInteractive, 0.001 * id, 100 * id),
+            24);
+  sim.RunAll();
+  EXPECT_GT(sim.sched.stats().preemptions, 0);
+  for (int64_t id = 1; id <= 6; ++id) EXPECT_EQ(sim.outputs[id], alone[id]) << "seq " << id;
+}
+
+TEST(SchedulerTest, PreemptsLowestPriorityLatestArrival) {
+  Sim sim(Opts(64, 8, 4), 12);
+  sim.Add(MakeSeq(1, 8, Priority::kInteractive, 0.0), 100);
+  sim.Add(MakeSeq(2, 8, Priority::kBatch, 0.001), 100);
+  sim.Add(MakeSeq(3, 8, Priority::kInteractive, 0.002), 100);
+  std::vector<int64_t> preempted;
+  for (int i = 0; i < 12 && preempted.empty(); ++i) preempted = sim.Step().preempted;
+  ASSERT_FALSE(preempted.empty());
+  EXPECT_EQ(preempted[0], 2);
+}
+
+TEST(SchedulerTest, ForkSharesBlocksAndCopiesOnWrite) {
+  Sim sim(Opts(64, 8, 4), 64);
+  sim.Add(MakeSeq(1, 10), 5);  // 10 tokens: 2 full blocks + a partial one
+  auto out = sim.sched.Schedule(0);
+  ASSERT_EQ(out.chunks.size(), 1u);
+  SeqResult r;
+  r.id = 1;
+  r.token = 7;
+  r.forks = {{2, 8}, {3, 9}};
+  sim.max_gen[2] = sim.max_gen[3] = 5;
+  sim.outputs[1] = {7};
+  sim.outputs[2] = {8};
+  sim.outputs[3] = {9};
+  sim.sched.UpdateFromOutput(out, std::vector<SeqResult>{r});
+  sim.CheckAccounting();
+  const SeqState* a = sim.sched.Find(1);
+  const SeqState* c = sim.sched.Find(3);
+  ASSERT_TRUE(a && c);
+  EXPECT_EQ(a->blocks, c->blocks);
+  EXPECT_EQ(sim.pool.RefCount(a->blocks[0]), 3);
+  EXPECT_EQ(c->tokens.back(), 9);
+  EXPECT_EQ(a->tokens.back(), 7);
+  out = sim.Step();
+  // Two of the three copy the partial block; the last writes it in place.
+  EXPECT_EQ(out.block_copies.size(), 2u);
+  EXPECT_EQ(sim.pool.RefCount(sim.sched.Find(1)->blocks[0]), 3);  // full blocks stay shared
+  sim.RunAll();
+}
+
+TEST(SchedulerTest, StaticBatchingWaitsForTheWholeBatch) {
+  SchedulerOptions o = Opts(64, 2);
+  o.continuous_batching = false;
+  Sim sim(o, 64);
+  sim.Add(MakeSeq(1, 3, Priority::kInteractive, 0.0), 2);
+  sim.Add(MakeSeq(2, 3, Priority::kInteractive, 0.001), 10);
+  sim.Add(MakeSeq(3, 3, Priority::kInteractive, 0.002), 2);
+  int steps_until_3 = 0;
+  while (sim.sched.Find(3)->status == SeqStatus::kWaiting) {
+    sim.Step();
+    ++steps_until_3;
+  }
+  // 3 joins only after 2 (the longest of the first batch) finished.
+  EXPECT_EQ(sim.sched.Find(2), nullptr);
+  EXPECT_GE(steps_until_3, 10);
+  sim.RunAll();
+}
+
+TEST(SchedulerTest, ContinuousBatchingAdmitsAsSoonAsASlotFrees) {
+  Sim sim(Opts(64, 2), 64);
+  sim.Add(MakeSeq(1, 3, Priority::kInteractive, 0.0), 2);
+  sim.Add(MakeSeq(2, 3, Priority::kInteractive, 0.001), 10);
+  sim.Add(MakeSeq(3, 3, Priority::kInteractive, 0.002), 2);
+  int steps = 0;
+  while (sim.sched.Find(3)->status == SeqStatus::kWaiting) {
+    sim.Step();
+    ++steps;
+  }
+  EXPECT_LE(steps, 3);
+  sim.RunAll();
+}
+
+TEST(SchedulerTest, PrefixCacheReusesFullBlocksPerSalt) {
+  SchedulerOptions o = Opts(64, 4, 4);
+  o.prefix_cache = true;
+  Sim sim(o, 64);
+  auto a = MakeSeq(1, 18);
+  a.salt = RootBlockHash("tenant-a");
+  sim.Add(std::move(a), 2);
+  sim.RunAll();
+  auto b = MakeSeq(2, 18);  // same prompt, same tenant: 4 full blocks cached
+  b.salt = RootBlockHash("tenant-a");
+  sim.Add(std::move(b), 2);
+  auto out = sim.Step();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].pos_begin, 16);
+  EXPECT_EQ(sim.sched.Find(2)->num_cached_prompt, 16);
+  sim.RunAll();
+  EXPECT_EQ(sim.outputs[1], sim.outputs[2]);
+  auto c = MakeSeq(3, 18);  // another tenant: nothing shared
+  c.salt = RootBlockHash("tenant-b");
+  sim.Add(std::move(c), 2);
+  out = sim.Step();
+  EXPECT_EQ(out.chunks[0].pos_begin, 0);
+  sim.RunAll();
+  // A prompt that is exactly 4 blocks leaves its last token to compute.
+  auto d = MakeSeq(4, 16);
+  d.salt = RootBlockHash("tenant-a");
+  sim.Add(std::move(d), 1);
+  out = sim.Step();
+  EXPECT_EQ(out.chunks[0].pos_begin, 12);
+  sim.RunAll();
+  auto st = sim.sched.stats();
+  EXPECT_EQ(st.prefix_query_tokens, 18 + 18 + 18 + 16);
+  EXPECT_EQ(st.prefix_hit_tokens, 16 + 12);
+}
+
+TEST(SchedulerTest, KvWasteIsReported) {
+  Sim sim(Opts(64, 8, 16), 256);
+  for (int i = 1; i <= 8; ++i) sim.Add(MakeSeq(i, 100 + i, Priority::kInteractive, 0.001 * i), 64);
+  sim.RunAll();
+  const double w = sim.sched.stats().kv_waste_ratio;
+  EXPECT_GT(w, 0.0);
+  EXPECT_LT(w, 0.1);
+}
+
+TEST(SchedulerTest, DrainRateFromFinishedRequests) {
+  Sim sim(Opts(64, 8), 64);
+  for (int i = 1; i <= 4; ++i) sim.Add(MakeSeq(i, 3), 5);
+  sim.RunAll();
+  EXPECT_GT(sim.sched.FinishedPerSecond(sim.now), 0.0);
+  EXPECT_GT(sim.sched.TokensPerSecond(sim.now), 0.0);
+  EXPECT_EQ(sim.sched.FinishedPerSecond(sim.now + 100), 0.0);
+}
+
+}  // namespace
+}  // namespace brisk
