@@ -10,62 +10,89 @@ const char* FinishReasonName(FinishReason r) {
     case FinishReason::kStop: return "stop";
     case FinishReason::kLength: return "length";
     case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kDeadline: return "deadline";
     case FinishReason::kError: return "error";
   }
   return "";
 }
 
+// What the engine keeps per sequence beyond the scheduler's plain state.
 struct Engine::Sequence {
-  Sequence(int64_t id_, GenerationRequest r, const Tokenizer& tok, uint64_t seed)
+  Sequence(int64_t id_, int64_t request_id_, int index_, const GenerationRequest& r,
+           const Tokenizer& tok, uint64_t seed)
       : id(id_),
-        tokens(std::move(r.prompt)),
-        n_prompt(static_cast<int32_t>(tokens.size())),
+        request_id(request_id_),
+        index(index_),
+        n_prompt(static_cast<int32_t>(r.prompt.size())),
         max_tokens(r.max_tokens),
         ignore_eos(r.ignore_eos),
+        params(r.sampling),
         sampler(r.sampling, seed),
         detok(tok),
-        stop(std::move(r.stop)),
-        stop_token_ids(std::move(r.stop_token_ids)) {}
+        stop_strings(r.stop),
+        stop(r.stop),
+        stop_token_ids(r.stop_token_ids) {}
 
   int64_t id;
-  std::vector<int32_t> tokens;  // prompt + generated
+  int64_t request_id;
+  int index;
   int32_t n_prompt;
-  int32_t num_computed = 0;  // tokens whose K/V are in the cache
+  int32_t n_generated = 0;
   int max_tokens;
   bool ignore_eos;
+  int pending_forks = 0;  // n - 1 until the first token is sampled
+  SamplingParams params;
   Sampler sampler;
   IncrementalDetokenizer detok;
+  std::vector<std::string> stop_strings;
   StopMatcher stop;
   std::vector<int32_t> stop_token_ids;
-  std::vector<int32_t> blocks;
-  std::atomic<bool> cancelled{false};
   bool finished = false;
-
-  int32_t num_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
 };
 
 Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOptions& options)
     : model_(model),
       tokenizer_(tokenizer),
       opts_(options),
+      context_limit_(
+          options.max_context_tokens > 0
+              ? std::min<int64_t>(options.max_context_tokens, model.config().context_length)
+              : model.config().context_length),
       threads_(options.n_threads),
       kv_(model.kv_shape(options.block_size),
           KvCache::BlocksForBudget(model.kv_shape(options.block_size), options.kv_budget_bytes)),
-      pool_(kv_.num_blocks()) {}
+      pool_(kv_.num_blocks()),
+      scheduler_(
+          [&] {
+            SchedulerOptions s;
+            s.max_batch_tokens = options.max_batch_tokens;
+            s.max_concurrent_sequences = options.max_concurrent_sequences;
+            s.prefill_chunk_tokens = options.prefill_chunk_tokens;
+            s.block_size = options.block_size;
+            s.continuous_batching = options.continuous_batching;
+            s.prefix_cache = options.prefix_cache;
+            s.aging_s = options.aging_s;
+            for (int p = 0; p < kNumPriorities; ++p) s.max_waiting[p] = options.max_waiting[p];
+            return s;
+          }(),
+          &pool_),
+      t0_(Clock::now()) {}
 
 Engine::~Engine() = default;
+
+double Engine::Now() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
 
 Expected<int64_t> Engine::Add(GenerationRequest r) {
   if (r.prompt.empty()) return InvalidArgument("the prompt is empty");
   if (r.max_tokens < 1)
     return InvalidArgument("max_tokens must be at least 1, got {}", r.max_tokens);
+  if (r.n < 1 || r.n > 128) return InvalidArgument("n must be in 1..128, got {}", r.n);
   const int64_t ctx = context_limit();
   if (static_cast<int64_t>(r.prompt.size()) + r.max_tokens > ctx)
     return OutOfRange("prompt ({} tokens) + max_tokens ({}) exceeds the context length {}",
                       r.prompt.size(), r.max_tokens, ctx);
   const int64_t need_blocks =
-      (static_cast<int64_t>(r.prompt.size()) + r.max_tokens + opts_.block_size - 1) /
-      opts_.block_size;
+      scheduler_.BlocksFor(static_cast<int64_t>(r.prompt.size()) + r.max_tokens);
   if (need_blocks > pool_.num_blocks())
     return OutOfRange("request needs {} KV blocks but the cache holds {}", need_blocks,
                       pool_.num_blocks());
@@ -76,14 +103,36 @@ Expected<int64_t> Engine::Add(GenerationRequest r) {
   for (int32_t t : r.stop_token_ids)
     if (t < 0 || t >= model_.config().vocab)
       return InvalidArgument("stop token id {} out of range", t);
+
+  const double now = Now();
+  SeqState st;
+  st.id = next_id_;
+  st.priority = r.priority;
+  st.arrival_s = r.arrival ? std::chrono::duration<double>(*r.arrival - t0_).count() : now;
+  if (r.deadline) st.deadline_s = std::chrono::duration<double>(*r.deadline - t0_).count();
+  st.tokens = r.prompt;
+  st.num_prompt = static_cast<int32_t>(r.prompt.size());
+  st.salt = RootBlockHash(r.cache_salt);
+  RETURN_IF_ERROR(scheduler_.Add(std::move(st)));
+
   const int64_t id = next_id_++;
-  seqs_.push_back(std::make_unique<Sequence>(id, std::move(r), tokenizer_, 0x5eed0000ull + id));
+  auto seq = std::make_unique<Sequence>(id, id, 0, r, tokenizer_, 0x5eed0000ull + id);
+  seq->pending_forks = r.n - 1;
+  seqs_.emplace(id, std::move(seq));
+  request_seqs_[id].push_back(id);
   return id;
 }
 
-void Engine::Cancel(int64_t seq_id) {
+void Engine::Cancel(int64_t request_id) {
   std::lock_guard<std::mutex> lock(cancel_mu_);
-  cancel_requests_.push_back(seq_id);
+  cancel_requests_.push_back(request_id);
+}
+
+SequenceOutput Engine::NewOutput(const Sequence& s) const {
+  SequenceOutput out;
+  out.seq_id = s.request_id;
+  out.index = s.index;
+  return out;
 }
 
 void Engine::Finish(Sequence& s, FinishReason reason, SequenceOutput* out) {
@@ -94,121 +143,152 @@ void Engine::Finish(Sequence& s, FinishReason reason, SequenceOutput* out) {
     out->text += s.stop.Push(s.detok.Flush()).emit;
     out->text += s.stop.Flush();
   }
-  pool_.Release(s.blocks);
-  s.blocks.clear();
+  out->prompt_tokens = s.n_prompt;
+  out->completion_tokens = s.n_generated;
+  if (const SeqState* st = scheduler_.Find(s.id)) {
+    out->cached_tokens = std::max(0, st->num_cached_prompt);
+    if (st->first_scheduled_s >= 0) out->queue_s = st->first_scheduled_s - st->arrival_s;
+  }
 }
 
-// KV exhaustion: the pool says no without side effects, and the newest
-// sequence that holds blocks and is not in this step's batch gives them back
-// (recompute: it keeps its tokens and prefills them again later). Only newer
-// sequences are preempted, so the oldest always makes progress.
-bool Engine::AllocateOrPreempt(Sequence& s, int64_t need, const std::vector<Sequence*>& scheduled) {
-  while (!pool_.Allocate(need, &s.blocks)) {
-    Sequence* victim = nullptr;
-    for (auto it = seqs_.rbegin(); it != seqs_.rend() && it->get() != &s; ++it) {
-      Sequence* v = it->get();
-      if (!v->blocks.empty() &&
-          std::find(scheduled.begin(), scheduled.end(), v) == scheduled.end()) {
-        victim = v;
-        break;
-      }
-    }
-    if (!victim) return false;
-    pool_.Release(victim->blocks);
-    victim->blocks.clear();
-    victim->num_computed = 0;
-    ++num_preemptions_;
+void Engine::SampleInto(Sequence& s, std::span<float> logits, const std::vector<int32_t>& history,
+                        SequenceOutput* out, SeqResult* result) {
+  const int32_t tok = s.sampler.Sample(logits, history);
+  if (tok < 0) {
+    Finish(s, FinishReason::kError, out);
+    result->finished = true;
+    return;
   }
-  return true;
+  result->token = tok;
+  ++s.n_generated;
+  out->new_tokens.push_back(tok);
+  const bool stop_token =
+      std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), tok) != s.stop_token_ids.end();
+  if (stop_token || (!s.ignore_eos && tokenizer_.IsEog(tok))) {
+    Finish(s, FinishReason::kStop, out);
+  } else {
+    auto r = s.stop.Push(s.detok.Push(tok));
+    out->text = std::move(r.emit);
+    if (r.stopped) {
+      Finish(s, FinishReason::kStop, out);
+    } else if (s.n_generated >= s.max_tokens ||
+               static_cast<int64_t>(history.size()) + 1 >= context_limit()) {
+      Finish(s, FinishReason::kLength, out);
+    }
+  }
+  result->finished = s.finished;
 }
 
 Status Engine::Step(std::vector<SequenceOutput>* outputs) {
-  // Cancelled sequences leave before any work is scheduled for them.
+  // Cancelled requests leave before any work is scheduled for them.
+  std::vector<int64_t> cancels;
   {
     std::lock_guard<std::mutex> lock(cancel_mu_);
-    for (int64_t id : cancel_requests_)
-      for (auto& sp : seqs_)
-        if (sp->id == id) sp->cancelled.store(true);
-    cancel_requests_.clear();
+    cancels.swap(cancel_requests_);
   }
-  for (auto& sp : seqs_) {
-    if (sp->cancelled.load()) {
-      SequenceOutput out;
-      out.seq_id = sp->id;
-      Finish(*sp, FinishReason::kCancelled, &out);
+  for (int64_t rid : cancels) {
+    auto it = request_seqs_.find(rid);
+    if (it == request_seqs_.end()) continue;
+    for (int64_t sid : it->second) {
+      auto s = seqs_.find(sid);
+      if (s == seqs_.end() || s->second->finished) continue;
+      SequenceOutput out = NewOutput(*s->second);
+      Finish(*s->second, FinishReason::kCancelled, &out);
+      scheduler_.Abort(sid);
       outputs->push_back(std::move(out));
     }
   }
-  std::erase_if(seqs_, [](const auto& s) { return s->finished; });
 
-  // Decodes first (one token each), then prefill chunks fill the budget.
-  batch_.Clear();
-  std::vector<Sequence*> scheduled;
-  std::vector<int32_t> chunk_of;
-  int budget = opts_.max_batch_tokens;
-  const int bs = opts_.block_size;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (auto& sp : seqs_) {
-      Sequence& s = *sp;
-      if (static_cast<int>(scheduled.size()) >= opts_.max_concurrent_sequences) break;
-      const int32_t pending = static_cast<int32_t>(s.tokens.size()) - s.num_computed;
-      const bool is_decode = pending == 1 && s.num_computed > 0;
-      if ((pass == 0) != is_decode || pending <= 0 || budget <= 0) continue;
-      const int32_t chunk = std::min(pending, budget);
-      const int64_t need =
-          (int64_t{s.num_computed} + chunk + bs - 1) / bs - static_cast<int64_t>(s.blocks.size());
-      if (need > 0 && !AllocateOrPreempt(s, need, scheduled)) continue;  // waits for blocks
-      const bool last = s.num_computed + chunk == static_cast<int32_t>(s.tokens.size());
-      batch_.Add(std::span<const int32_t>(s.tokens).subspan(s.num_computed, chunk), s.num_computed,
-                 s.blocks, last ? BatchSequence::Logits::kLast : BatchSequence::Logits::kNone);
-      scheduled.push_back(&s);
-      chunk_of.push_back(chunk);
-      budget -= chunk;
-    }
-  }
-  if (scheduled.empty()) {
-    if (!seqs_.empty() && pool_.num_used() == 0)
-      return Internal("no sequence can be scheduled with an empty KV pool");
-    return Status::Ok();
-  }
-
-  RETURN_IF_ERROR(model_.Forward(batch_, kv_, threads_, &logits_));
-
-  const int vocab = model_.config().vocab;
-  int64_t row = 0;
-  for (size_t i = 0; i < scheduled.size(); ++i) {
-    Sequence& s = *scheduled[i];
-    s.num_computed += chunk_of[i];
-    if (batch_.seqs[i].logits == BatchSequence::Logits::kNone) continue;
-    std::span<float> lg(logits_.data() + row * vocab, vocab);
-    ++row;
-    const int32_t tok = s.sampler.Sample(lg, s.tokens);
-    SequenceOutput out;
-    out.seq_id = s.id;
-    if (tok < 0) {
-      Finish(s, FinishReason::kError, &out);
-      outputs->push_back(std::move(out));
-      continue;
-    }
-    s.tokens.push_back(tok);
-    out.new_tokens.push_back(tok);
-    const bool stop_token =
-        std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), tok) != s.stop_token_ids.end();
-    if (stop_token || (!s.ignore_eos && tokenizer_.IsEog(tok))) {
-      Finish(s, FinishReason::kStop, &out);
-    } else {
-      auto r = s.stop.Push(s.detok.Push(tok));
-      out.text = std::move(r.emit);
-      if (r.stopped) {
-        Finish(s, FinishReason::kStop, &out);
-      } else if (s.num_generated() >= s.max_tokens ||
-                 static_cast<int64_t>(s.tokens.size()) >= context_limit()) {
-        Finish(s, FinishReason::kLength, &out);
-      }
-    }
+  SchedulerOutput so = scheduler_.Schedule(Now());
+  for (int64_t sid : so.expired) {
+    auto s = seqs_.find(sid);
+    if (s == seqs_.end()) continue;
+    SequenceOutput out = NewOutput(*s->second);
+    Finish(*s->second, FinishReason::kDeadline, &out);
     outputs->push_back(std::move(out));
   }
-  std::erase_if(seqs_, [](const auto& s) { return s->finished; });
+  last_step_ = {};
+  if (so.empty()) {
+    if (scheduler_.HasWork() && pool_.num_used() == 0)
+      return Internal("no sequence can be scheduled with an empty KV pool");
+  } else {
+    for (const auto& [src, dst] : so.block_copies) kv_.CopyBlock(src, dst);
+    batch_.Clear();
+    for (const ScheduledChunk& c : so.chunks) {
+      const SeqState* st = scheduler_.Find(c.id);
+      batch_.Add(std::span<const int32_t>(st->tokens).subspan(c.pos_begin, c.n_tokens), c.pos_begin,
+                 st->blocks,
+                 c.sample ? BatchSequence::Logits::kLast : BatchSequence::Logits::kNone);
+    }
+    const auto t_fwd = Clock::now();
+    RETURN_IF_ERROR(model_.Forward(batch_, kv_, threads_, &logits_));
+    last_step_.forward_s = std::chrono::duration<double>(Clock::now() - t_fwd).count();
+    last_step_.prefill_tokens = so.num_prefill_tokens;
+    last_step_.decode_tokens = so.num_decode_tokens;
+    last_step_.sequences = static_cast<int32_t>(so.chunks.size());
+
+    const int vocab = model_.config().vocab;
+    std::vector<SeqResult> results;
+    int64_t row = 0;
+    for (const ScheduledChunk& c : so.chunks) {
+      if (!c.sample) continue;
+      std::span<float> lg(logits_.data() + row * vocab, vocab);
+      ++row;
+      Sequence& s = *seqs_.at(c.id);
+      const std::vector<int32_t>& history = scheduler_.Find(c.id)->tokens;
+      SeqResult result;
+      result.id = c.id;
+      std::vector<SeqResult> child_finishes;
+      if (s.pending_forks > 0) {
+        // n > 1: the other samples fork here, sharing the prompt's blocks,
+        // each sampling its first token from the same logits.
+        fork_logits_.assign(lg.begin(), lg.end());
+        for (int k = 1; k <= s.pending_forks; ++k) {
+          const int64_t cid = next_id_++;
+          GenerationRequest proto;
+          proto.prompt.resize(s.n_prompt);
+          proto.sampling = s.params;
+          if (proto.sampling.seed) *proto.sampling.seed += k;
+          proto.max_tokens = s.max_tokens;
+          proto.stop = s.stop_strings;
+          proto.stop_token_ids = s.stop_token_ids;
+          proto.ignore_eos = s.ignore_eos;
+          auto child = std::make_unique<Sequence>(cid, s.request_id, k, proto, tokenizer_,
+                                                  0x5eed0000ull + cid);
+          std::vector<float> lk = fork_logits_;
+          SequenceOutput cout = NewOutput(*child);
+          SeqResult cres;
+          cres.id = cid;
+          SampleInto(*child, lk, history, &cout, &cres);
+          if (cres.token >= 0) result.forks.emplace_back(cid, cres.token);
+          if (cres.finished && cres.token >= 0) child_finishes.push_back({cid, -1, true, {}});
+          outputs->push_back(std::move(cout));
+          request_seqs_[s.request_id].push_back(cid);
+          seqs_.emplace(cid, std::move(child));
+        }
+        s.pending_forks = 0;
+      }
+      SequenceOutput out = NewOutput(s);
+      SampleInto(s, lg, history, &out, &result);
+      outputs->push_back(std::move(out));
+      results.push_back(std::move(result));
+      results.insert(results.end(), child_finishes.begin(), child_finishes.end());
+    }
+    scheduler_.UpdateFromOutput(so, results);
+  }
+
+  // Forget finished sequences and requests.
+  for (auto it = seqs_.begin(); it != seqs_.end();) {
+    if (!it->second->finished) {
+      ++it;
+      continue;
+    }
+    scheduler_.Abort(it->first);  // no-op unless it still holds blocks
+    auto& ids = request_seqs_[it->second->request_id];
+    std::erase(ids, it->first);
+    if (ids.empty()) request_seqs_.erase(it->second->request_id);
+    it = seqs_.erase(it);
+  }
   return Status::Ok();
 }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 
 namespace brisk {
@@ -211,6 +212,142 @@ TEST_F(EngineTest, CancelFromAnotherThread) {
   }
   canceller.join();
   EXPECT_EQ(reason.size(), ids.size());
+  EXPECT_EQ(e.block_pool().num_used(), 0);
+}
+
+// The scheduler issue's check: 32 concurrent greedy requests equal their
+// outputs run one at a time, with a roomy KV pool and with one so small that
+// preemption happens.
+TEST_F(EngineTest, ThirtyTwoConcurrentEqualAloneWithAndWithoutPreemption) {
+  std::vector<std::string> prompts;
+  for (int i = 0; i < 32; ++i)
+    prompts.push_back("Request " + std::to_string(i) + ": write " + std::to_string(i % 7 + 2) +
+                      " words about " + (i % 2 ? "the sea" : "mountains") + ".");
+  std::vector<std::vector<int32_t>> alone;
+  for (const auto& p : prompts) {
+    Engine e(*model_, *tok_, {});
+    auto id = *e.Add(Greedy(p, 12));
+    alone.push_back(RunAll(e)[id].tokens);
+  }
+  for (int64_t blocks : {int64_t{0}, int64_t{24}}) {
+    EngineOptions o;
+    o.max_batch_tokens = 64;
+    o.prefix_cache = false;
+    if (blocks) o.kv_budget_bytes = blocks * model_->kv_shape(16).BytesPerBlock();
+    Engine e(*model_, *tok_, o);
+    std::vector<int64_t> ids;
+    for (const auto& p : prompts) ids.push_back(*e.Add(Greedy(p, 12)));
+    auto res = RunAll(e);
+    if (blocks) {
+      EXPECT_GT(e.num_preemptions(), 0);
+    }
+    for (size_t i = 0; i < prompts.size(); ++i)
+      EXPECT_EQ(res[ids[i]].tokens, alone[i]) << prompts[i] << " blocks=" << blocks;
+    EXPECT_EQ(e.block_pool().num_used(), 0);
+  }
+}
+
+// n > 1 forks after the prompt: greedy samples are identical, sampled ones
+// differ, and the shared blocks are released exactly once.
+TEST_F(EngineTest, NSamplesShareThePrompt) {
+  Engine e(*model_, *tok_, {});
+  GenerationRequest r = Greedy("Write a short poem about the moon:", 10);
+  r.n = 3;
+  auto id = *e.Add(r);
+  std::map<int, std::vector<int32_t>> by_index;
+  std::vector<SequenceOutput> outs;
+  int finished = 0;
+  while (e.HasWork()) {
+    outs.clear();
+    ASSERT_TRUE(e.Step(&outs).ok());
+    for (auto& o : outs) {
+      EXPECT_EQ(o.seq_id, id);
+      by_index[o.index].insert(by_index[o.index].end(), o.new_tokens.begin(), o.new_tokens.end());
+      finished += o.finished;
+    }
+  }
+  EXPECT_EQ(finished, 3);
+  ASSERT_EQ(by_index.size(), 3u);
+  EXPECT_EQ(by_index[0], by_index[1]);
+  EXPECT_EQ(by_index[0], by_index[2]);
+  EXPECT_EQ(e.block_pool().num_used(), 0);
+
+  GenerationRequest t = Greedy("Write a short poem about the moon:", 16);
+  t.sampling.temperature = 1.2f;
+  t.sampling.seed = 7;
+  t.n = 4;
+  auto tid = *e.Add(t);
+  std::map<int, std::vector<int32_t>> samples;
+  while (e.HasWork()) {
+    outs.clear();
+    ASSERT_TRUE(e.Step(&outs).ok());
+    for (auto& o : outs)
+      if (o.seq_id == tid)
+        samples[o.index].insert(samples[o.index].end(), o.new_tokens.begin(), o.new_tokens.end());
+  }
+  ASSERT_EQ(samples.size(), 4u);
+  std::set<std::vector<int32_t>> distinct;
+  for (auto& [i, v] : samples) distinct.insert(v);
+  EXPECT_GT(distinct.size(), 1u);
+  EXPECT_EQ(e.block_pool().num_used(), 0);
+}
+
+// Prefix caching must not change outputs: prompts sharing 0, 1, a partial
+// and many blocks with an earlier request give the same greedy tokens with the
+// cache on as with it off, and report the cached tokens.
+TEST_F(EngineTest, PrefixCacheDoesNotChangeOutputs) {
+  std::string system = "You are a helpful assistant. ";
+  for (int i = 0; i < 12; ++i) system += "Rule " + std::to_string(i) + ": be concise and exact. ";
+  const std::vector<std::string> prompts = {
+      system + "Question: what is two plus two?",                       // warms the cache
+      system + "Question: name a color.",                               // shares many blocks
+      system.substr(0, 40) + "something else entirely, about trains.",  // ~1 block
+      system.substr(0, 20) + "x",                                       // partial block only
+      "Unrelated prompt about cooking pasta.",                          // nothing shared
+  };
+  auto run = [&](bool cache, std::vector<int32_t>* cached) {
+    EngineOptions o;
+    o.prefix_cache = cache;
+    Engine e(*model_, *tok_, o);
+    std::vector<std::vector<int32_t>> out;
+    for (const auto& p : prompts) {  // one after another: later ones can hit
+      auto id = *e.Add(Greedy(p, 10));
+      std::vector<SequenceOutput> outs;
+      std::vector<int32_t> toks;
+      while (e.HasWork()) {
+        outs.clear();
+        EXPECT_TRUE(e.Step(&outs).ok());
+        for (auto& o : outs) {
+          toks.insert(toks.end(), o.new_tokens.begin(), o.new_tokens.end());
+          if (o.finished && cached) cached->push_back(o.cached_tokens);
+        }
+      }
+      (void)id;
+      out.push_back(toks);
+    }
+    EXPECT_EQ(e.block_pool().num_used(), 0);
+    return out;
+  };
+  std::vector<int32_t> cached;
+  auto off = run(false, nullptr);
+  auto on = run(true, &cached);
+  EXPECT_EQ(on, off);
+  ASSERT_EQ(cached.size(), prompts.size());
+  EXPECT_EQ(cached[0], 0);
+  EXPECT_GE(cached[1], 64);
+  EXPECT_EQ(cached[1] % 16, 0);
+  EXPECT_EQ(cached[4], 0);
+}
+
+TEST_F(EngineTest, DeadlineEndsGenerationAndFreesBlocks) {
+  Engine e(*model_, *tok_, {});
+  GenerationRequest r = Greedy("Count to one thousand: 1, 2, 3,", 400);
+  r.ignore_eos = true;
+  r.deadline = Clock::now() + std::chrono::milliseconds(300);
+  auto id = *e.Add(r);
+  auto res = RunAll(e);
+  EXPECT_EQ(res[id].reason, FinishReason::kDeadline);
+  EXPECT_LT(res[id].tokens.size(), 400u);
   EXPECT_EQ(e.block_pool().num_used(), 0);
 }
 
