@@ -82,7 +82,7 @@ Engine::~Engine() = default;
 
 double Engine::Now() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
 
-Expected<int64_t> Engine::Add(GenerationRequest r) {
+Status Engine::Validate(const GenerationRequest& r) const {
   if (r.prompt.empty()) return InvalidArgument("the prompt is empty");
   if (r.max_tokens < 1)
     return InvalidArgument("max_tokens must be at least 1, got {}", r.max_tokens);
@@ -104,6 +104,11 @@ Expected<int64_t> Engine::Add(GenerationRequest r) {
     if (t < 0 || t >= model_.config().vocab)
       return InvalidArgument("stop token id {} out of range", t);
 
+  return Status::Ok();
+}
+
+Expected<int64_t> Engine::Add(GenerationRequest r) {
+  RETURN_IF_ERROR(Validate(r));
   const double now = Now();
   SeqState st;
   st.id = next_id_;

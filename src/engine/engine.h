@@ -97,6 +97,9 @@ class Engine {
   // strings (InvalidArgument/OutOfRange); waiting queue full
   // (ResourceExhausted).
   Expected<int64_t> Add(GenerationRequest request);
+  // The checks Add() makes that do not depend on the engine's state; safe to
+  // call from any thread.
+  Status Validate(const GenerationRequest& request) const;
   void Cancel(int64_t request_id);
   bool HasWork() const { return scheduler_.HasWork(); }
   // One iteration; appends what each sequence produced to *outputs.

@@ -1,0 +1,199 @@
+#include "engine/engine_loop.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace brisk {
+
+EngineLoop::EngineLoop(Engine& engine, StepHook on_step)
+    : engine_(engine),
+      on_step_(std::move(on_step)),
+      max_queued_{engine.scheduler().options().max_waiting[0],
+                  engine.scheduler().options().max_waiting[1]} {
+  stats_.kv_blocks_total = engine.block_pool().num_blocks();
+  thread_ = std::thread([this] { Run(); });
+}
+
+EngineLoop::~EngineLoop() { Stop(); }
+
+void EngineLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Expected<int64_t> EngineLoop::Submit(GenerationRequest request, OutputSink sink) {
+  RETURN_IF_ERROR(engine_.Validate(request));
+  const int p = static_cast<int>(request.priority);
+  const int64_t work = static_cast<int64_t>(request.prompt.size()) +
+                       int64_t{request.max_tokens} * std::max(1, request.n);
+  int64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status(StatusCode::kUnavailable, "the engine is shutting down");
+    // stats_.scheduler.waiting lags by at most one step (conservative: a
+    // sequence admitted during the step is still counted).
+    const int32_t queued = stats_.scheduler.waiting[p] + inbox_count_[p];
+    if (queued >= max_queued_[p])
+      return ResourceExhausted("the {} queue is full ({} waiting)", PriorityName(request.priority),
+                               queued);
+    ticket = next_ticket_++;
+    ++inbox_count_[p];
+    avg_work_tokens_ =
+        avg_work_tokens_ == 0 ? double(work) : 0.95 * avg_work_tokens_ + 0.05 * double(work);
+    inbox_.push_back({ticket, std::move(request), std::move(sink)});
+  }
+  ++active_;
+  cv_.notify_one();
+  return ticket;
+}
+
+void EngineLoop::Cancel(int64_t ticket) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancels_.push_back(ticket);
+  }
+  cv_.notify_one();
+}
+
+EngineLoopStats EngineLoop::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineLoopStats s = stats_;
+  for (int p = 0; p < kNumPriorities; ++p)
+    s.queued[p] = stats_.scheduler.waiting[p] + inbox_count_[p];
+  return s;
+}
+
+double EngineLoop::RetryAfterSeconds(Priority prio) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int p = static_cast<int>(prio);
+  // Everything at this priority or above is ahead of a new request.
+  int64_t ahead = 0;
+  for (int q = 0; q <= p; ++q)
+    ahead += stats_.scheduler.waiting[q] + inbox_count_[q] + stats_.scheduler.running[q];
+  double s = 1;
+  if (stats_.finished_per_s > 0) {
+    s = double(ahead + 1) / stats_.finished_per_s;
+  } else if (stats_.tokens_per_s > 0) {
+    s = double(ahead + 1) * avg_work_tokens_ / stats_.tokens_per_s;
+  }
+  return std::clamp(std::ceil(s), 1.0, 600.0);
+}
+
+void EngineLoop::RefreshStats() {
+  const double now = engine_.Now();
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.scheduler = engine_.scheduler().stats();
+  stats_.finished_per_s = engine_.scheduler().FinishedPerSecond(now);
+  stats_.tokens_per_s = token_rate_ewma_;
+}
+
+void EngineLoop::Run() {
+  std::vector<SequenceOutput> outs;
+  std::vector<Pending> incoming;
+  std::vector<int64_t> cancels;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        return stopping_ || !inbox_.empty() || !cancels_.empty() || engine_.HasWork();
+      });
+      if (stopping_) break;
+      incoming.assign(std::make_move_iterator(inbox_.begin()),
+                      std::make_move_iterator(inbox_.end()));
+      inbox_.clear();
+      cancels.swap(cancels_);
+    }
+    for (Pending& in : incoming) {
+      const Priority prio = in.request.priority;
+      const int n = std::max(1, in.request.n);
+      auto id = engine_.Add(std::move(in.request));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --inbox_count_[static_cast<int>(prio)];
+      }
+      if (!id.ok()) {
+        SequenceOutput out;
+        out.finished = true;
+        out.reason = FinishReason::kError;
+        in.sink(out, id.status().message());
+        --active_;
+        continue;
+      }
+      ticket_to_id_[in.ticket] = *id;
+      by_id_[*id] = Active{std::move(in.sink), n, prio};
+    }
+    incoming.clear();
+    for (int64_t t : cancels) {
+      auto it = ticket_to_id_.find(t);
+      if (it != ticket_to_id_.end()) engine_.Cancel(it->second);
+    }
+    cancels.clear();
+    if (!engine_.HasWork()) {
+      RefreshStats();
+      continue;
+    }
+
+    outs.clear();
+    const auto t_step = Clock::now();
+    Status st = engine_.Step(&outs);
+    const double dt = std::chrono::duration<double>(Clock::now() - t_step).count();
+    if (!st.ok()) std::fprintf(stderr, "brisk: engine step failed: %s\n", st.ToString().c_str());
+    for (const SequenceOutput& out : outs) {
+      auto it = by_id_.find(out.seq_id);
+      if (it == by_id_.end()) continue;
+      it->second.sink(out, "");
+      if (out.finished && --it->second.remaining == 0) {
+        by_id_.erase(it);
+        --active_;
+      }
+    }
+    if (!st.ok()) {  // a broken step fails everyone rather than spinning
+      for (auto& [id, a] : by_id_) {
+        engine_.Cancel(id);
+        SequenceOutput out;
+        out.seq_id = id;
+        out.finished = true;
+        out.reason = FinishReason::kError;
+        a.sink(out, st.message());
+        --active_;
+      }
+      by_id_.clear();
+      outs.clear();
+      (void)engine_.Step(&outs);
+    }
+    std::erase_if(ticket_to_id_, [&](const auto& kv) { return !by_id_.count(kv.second); });
+    const StepStats& ss = engine_.last_step();
+    const int32_t tokens = ss.prefill_tokens + ss.decode_tokens;
+    if (dt > 0 && tokens > 0) {
+      const double rate = tokens / dt;
+      token_rate_ewma_ = token_rate_ewma_ == 0 ? rate : 0.9 * token_rate_ewma_ + 0.1 * rate;
+    }
+    RefreshStats();
+    if (on_step_) on_step_(ss, engine_.scheduler().stats());
+  }
+  // Shutting down: everyone still in flight is cancelled.
+  for (auto& [id, a] : by_id_) {
+    SequenceOutput out;
+    out.seq_id = id;
+    out.finished = true;
+    out.reason = FinishReason::kCancelled;
+    a.sink(out, "");
+  }
+  by_id_.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Pending& in : inbox_) {
+    SequenceOutput out;
+    out.finished = true;
+    out.reason = FinishReason::kCancelled;
+    in.sink(out, "");
+  }
+  inbox_.clear();
+}
+
+}  // namespace brisk
