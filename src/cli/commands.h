@@ -13,10 +13,14 @@ namespace brisk {
 
 using CommandRunner = std::function<int()>;
 
+// `brisk serve`: the OpenAI-compatible server.
+CommandRunner RegisterServe(CLI::App& app);
 // `brisk generate`: stream a completion to stdout.
 CommandRunner RegisterGenerate(CLI::App& app);
 // `brisk bench-model`: pp/tg tokens/s and batched decode throughput.
 CommandRunner RegisterBenchModel(CLI::App& app);
+// `brisk bench`: load-test an OpenAI-compatible server (src/loadgen/).
+CommandRunner RegisterBenchServe(CLI::App& app);
 
 // The default model path: $BRISK_MODEL, else ./models/<default>, else the
 // build tree's models/ directory.

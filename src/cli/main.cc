@@ -20,16 +20,22 @@ std::string DefaultModelPath() {
 int main(int argc, char** argv) {
   CLI::App app{"brisk: an LLM serving system"};
   app.require_subcommand(1);
+  auto serve = brisk::RegisterServe(*app.add_subcommand(
+      "serve", "Serve the OpenAI-compatible HTTP API (default model, 127.0.0.1:8000)"));
   auto generate = brisk::RegisterGenerate(
       *app.add_subcommand("generate", "Generate text from a prompt, streamed to stdout"));
   auto bench = brisk::RegisterBenchModel(*app.add_subcommand(
       "bench-model", "Measure prompt processing and generation speed (tokens/s)"));
+  auto bench_serve = brisk::RegisterBenchServe(*app.add_subcommand(
+      "bench", "Load-test an OpenAI-compatible server (TTFT, TPOT, ITL, goodput)"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (app.got_subcommand("serve")) return serve();
   if (app.got_subcommand("generate")) return generate();
   if (app.got_subcommand("bench-model")) return bench();
+  if (app.got_subcommand("bench")) return bench_serve();
   return 2;
 }

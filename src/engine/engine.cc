@@ -133,6 +133,22 @@ void Engine::Cancel(int64_t request_id) {
   cancel_requests_.push_back(request_id);
 }
 
+// A request that ends before its first token (cancel, deadline, error) never
+// forked its other samples: report them finished too, so every request gets
+// exactly n finished outputs.
+void Engine::FinishUnforked(Sequence& s, FinishReason reason,
+                            std::vector<SequenceOutput>* outputs) {
+  for (int k = 1; k <= s.pending_forks; ++k) {
+    SequenceOutput out = NewOutput(s);
+    out.index = k;
+    out.finished = true;
+    out.reason = reason;
+    out.prompt_tokens = s.n_prompt;
+    outputs->push_back(std::move(out));
+  }
+  s.pending_forks = 0;
+}
+
 SequenceOutput Engine::NewOutput(const Sequence& s) const {
   SequenceOutput out;
   out.seq_id = s.request_id;
@@ -201,6 +217,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
       Finish(*s->second, FinishReason::kCancelled, &out);
       scheduler_.Abort(sid);
       outputs->push_back(std::move(out));
+      FinishUnforked(*s->second, FinishReason::kCancelled, outputs);
     }
   }
 
@@ -211,6 +228,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
     SequenceOutput out = NewOutput(*s->second);
     Finish(*s->second, FinishReason::kDeadline, &out);
     outputs->push_back(std::move(out));
+    FinishUnforked(*s->second, FinishReason::kDeadline, outputs);
   }
   last_step_ = {};
   if (so.empty()) {
@@ -276,6 +294,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
       SequenceOutput out = NewOutput(s);
       SampleInto(s, lg, history, &out, &result);
       outputs->push_back(std::move(out));
+      if (s.finished) FinishUnforked(s, FinishReason::kError, outputs);
       results.push_back(std::move(result));
       results.insert(results.end(), child_finishes.begin(), child_finishes.end());
     }

@@ -120,6 +120,7 @@ class Engine {
   struct Sequence;
   void Finish(Sequence& s, FinishReason reason, SequenceOutput* out);
   SequenceOutput NewOutput(const Sequence& s) const;
+  void FinishUnforked(Sequence& s, FinishReason reason, std::vector<SequenceOutput>* outputs);
   // Samples for one sequence; fills its output and result.
   void SampleInto(Sequence& s, std::span<float> logits, const std::vector<int32_t>& history,
                   SequenceOutput* out, SeqResult* result);

@@ -17,7 +17,6 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -105,7 +104,9 @@ class Registry {
   // A gauge computed at scrape time. fn is called from Render() on the
   // scraping thread without the registry lock held (it may use the
   // registry), so it must be thread-safe and should be cheap. Registering the
-  // same name + labels again replaces fn. An exception from fn renders NaN.
+  // same name + labels again replaces fn; a series made by GetGauge cannot
+  // become a callback or back (misuse, as above). An exception from fn
+  // renders NaN.
   void AddCallbackGauge(std::string_view name, std::string_view help, const Labels& labels,
                         std::function<double()> fn);
 
@@ -118,16 +119,16 @@ class Registry {
   struct Series;
   struct Family;
 
-  // Finds or creates the series; nullptr on misuse (the caller then hands out
-  // a detached object). Requires mu_.
+  // Finds or creates the series (*created says which); nullptr on misuse
+  // (the caller then hands out a detached object). Requires mu_.
   Series* FindOrCreate(Type type, std::string_view name, std::string_view help,
-                       std::span<const double> buckets, const Labels& labels);
+                       std::span<const double> buckets, const Labels& labels, bool* created);
   Series* Detached(Type type, std::span<const double> buckets);
 
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Family>> families_;  // registration order
   std::unordered_map<std::string, Family*> by_name_;
-  std::unordered_set<std::string> sample_names_;  // every name a sample line may use
+  std::unordered_set<std::string> sample_names_;   // every name a sample line may use
   std::vector<std::unique_ptr<Series>> detached_;  // misuse in release builds
 };
 

@@ -1,0 +1,131 @@
+// `brisk serve`: the OpenAI-compatible server on one model. With no flags it
+// serves the embedded default model on 127.0.0.1:8000; `--config
+// inference.yaml` reads the serving profile; flags override the file.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "cli/commands.h"
+#include "server/config.h"
+#include "server/openai_server.h"
+
+namespace brisk {
+namespace {
+
+struct ServeFlags {
+  std::string config;
+  std::string model;
+  std::string model_name;
+  std::string host;
+  int port = -1;
+  int threads = 0;
+  int64_t max_batch_tokens = 0;
+  std::string kv_cache;
+  bool no_prefix_cache = false;
+  bool static_batching = false;
+};
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "brisk serve: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+int RunServe(const ServeFlags& f) {
+  // Block the shutdown signals in every thread; the main thread waits for them.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  InferenceConfig cfg;
+  if (!f.config.empty()) {
+    auto c = LoadInferenceConfig(f.config);
+    if (!c.ok()) return Fail(c.status());
+    cfg = std::move(*c);
+  }
+  if (!f.model.empty()) cfg.model.path = f.model;
+  if (!f.model_name.empty()) cfg.model.name = f.model_name;
+  if (!f.host.empty()) cfg.server.host = f.host;
+  if (f.port >= 0) cfg.server.port = f.port;
+  if (f.threads > 0) cfg.scheduler.threads = f.threads;
+  if (f.max_batch_tokens > 0) cfg.scheduler.max_batch_tokens = static_cast<int>(f.max_batch_tokens);
+  if (!f.kv_cache.empty()) {
+    auto b = ParseByteSize(f.kv_cache);
+    if (!b.ok()) return Fail(b.status().WithContext("--kv-cache"));
+    cfg.scheduler.kv_cache_bytes = *b;
+  }
+  if (f.no_prefix_cache) cfg.cache.prefix_cache = false;
+  if (f.static_batching) cfg.scheduler.continuous_batching = false;
+
+  const std::string path = cfg.model.path.empty() ? DefaultModelPath() : cfg.model.path;
+  int threads = cfg.scheduler.threads;
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  auto model = LlamaModel::Load(path);
+  if (!model.ok()) return Fail(model.status().WithContext("loading " + path));
+  auto tok = Tokenizer::FromGguf((*model)->file());
+  if (!tok.ok()) return Fail(tok.status().WithContext("loading the tokenizer of " + path));
+  std::string id = cfg.model.name;
+  if (id.empty()) id = std::filesystem::path(path).stem().string();
+
+  auto server = OpenAiServer::Start(cfg, **model, **tok, id, threads);
+  if (!server.ok()) return Fail(server.status());
+  std::printf("brisk: serving %s on http://%s:%d (threads %d, %s batching, prefix cache %s)\n",
+              id.c_str(), cfg.server.host.c_str(), (*server)->port(), threads,
+              cfg.scheduler.continuous_batching ? "continuous" : "static",
+              cfg.cache.prefix_cache ? "on" : "off");
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  std::fprintf(stderr, "brisk: %s: draining (grace %.0f s; signal again to stop now)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", cfg.server.drain_grace_s);
+  (*server)->BeginDrain();
+  std::atomic<bool> second{false};
+  std::thread waiter([&] {
+    int s2 = 0;
+    sigwait(&sigs, &s2);
+    second = true;
+  });
+  const auto until =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(cfg.server.drain_grace_s * 1000));
+  while (!second.load() && (*server)->active_requests() > 0 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int64_t left = (*server)->active_requests();
+  (*server)->Stop();
+  if (left > 0)
+    std::fprintf(stderr, "brisk: stopped with %lld requests cancelled\n", (long long)left);
+  std::fprintf(stderr, "brisk: stopped\n");
+  std::fflush(stderr);
+  // The waiter may still block in sigwait: leave without joining it.
+  waiter.detach();
+  std::_Exit(0);
+}
+
+}  // namespace
+
+CommandRunner RegisterServe(CLI::App& app) {
+  auto f = std::make_shared<ServeFlags>();
+  app.add_option("-c,--config", f->config, "inference.yaml serving profile");
+  app.add_option("-m,--model", f->model, "GGUF model file (default: the embedded model)");
+  app.add_option("--model-name", f->model_name, "model id served (default: the file's stem)");
+  app.add_option("--host", f->host, "address to listen on (default 127.0.0.1)");
+  app.add_option("-p,--port", f->port, "port (default 8000; 0 = any free port)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("-t,--threads", f->threads, "engine threads (default: all cores)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--max-batch-tokens", f->max_batch_tokens, "tokens per engine step")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--kv-cache", f->kv_cache, "KV cache memory, e.g. 512MiB");
+  app.add_flag("--no-prefix-cache", f->no_prefix_cache, "turn the prefix cache off");
+  app.add_flag("--static-batching", f->static_batching,
+               "static batching (the baseline continuous batching is measured against)");
+  return [f] { return RunServe(*f); };
+}
+
+}  // namespace brisk

@@ -1,0 +1,103 @@
+// inference.yaml: the serving profile (model, scheduler, caches, response,
+// server, limits, API keys). docs/config.md describes every key.
+//
+// The loader checks YAML syntax, key names, types and ranges, and reports the
+// first problem as "file:line: what is wrong (what is allowed)". It does not
+// check what the engine can do (e.g. whether a precision is implemented);
+// the serve command does that at startup.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/status.h"
+
+namespace brisk {
+
+struct ApiKeyConfig {
+  std::string key;      // bearer token; from `key:` or the variable named by `key_env:`
+  std::string tenant;   // required
+  std::string feature;  // optional cost-attribution tag; "" = none
+  bool operator==(const ApiKeyConfig&) const = default;
+};
+
+struct InferenceConfig {
+  struct Model {
+    std::string path;                  // "" = the embedded default model
+    std::string name;                  // served model id; "" = derived from the file
+    std::string precision = "native";  // one of PrecisionNames()
+    int64_t max_context_tokens = 0;    // 0 = the model's context length
+    bool operator==(const Model&) const = default;
+  } model;
+  struct Scheduler {
+    bool continuous_batching = true;
+    int max_concurrent_sequences = 64;
+    int max_batch_tokens = 512;                   // tokens per engine step, all sequences
+    int prefill_chunk_tokens = 0;                 // 0 = max_batch_tokens
+    int threads = 0;                              // 0 = all cores
+    int64_t kv_cache_bytes = int64_t{512} << 20;  // YAML: integer or "512MiB", "2GiB", "1.5GB"
+    double aging_seconds = 5;                     // batch requests waiting this long are promoted
+    bool operator==(const Scheduler&) const = default;
+  } scheduler;
+  struct Cache {
+    bool kv_cache = true;
+    bool prefix_cache = true;  // requires kv_cache
+    int block_size = 16;       // tokens per KV block; power of two in 1..256
+    bool share_prefix_across_tenants = false;
+    bool operator==(const Cache&) const = default;
+  } cache;
+  struct Response {
+    bool streaming = true;
+    bool cancel_on_disconnect = true;
+    bool operator==(const Response&) const = default;
+  } response;
+  struct Server {
+    std::string host = "127.0.0.1";
+    int port = 8000;  // 0 = pick a free port
+    int http_threads = 1;
+    int64_t max_body_bytes = int64_t{4} << 20;  // YAML: integer or size with unit
+    double request_timeout_s = 10;              // reading one request (headers + body)
+    double idle_timeout_s = 60;                 // keep-alive connection with no request
+    int max_connections = 10000;
+    double drain_grace_s = 30;  // on shutdown, in-flight requests get this long
+    bool operator==(const Server&) const = default;
+  } server;
+  struct Limits {
+    int max_tokens = 4096;  // server cap for a request's max_tokens
+    int default_max_tokens = 256;
+    int max_n = 8;
+    int max_queue_interactive = 256;
+    int max_queue_batch = 1024;
+    double default_timeout_s = 600;
+    double max_timeout_s = 3600;
+    int max_stop_strings = 4;
+    bool operator==(const Limits&) const = default;
+  } limits;
+  std::vector<ApiKeyConfig> keys;  // empty = no authentication
+  bool operator==(const InferenceConfig&) const = default;
+};
+
+// Accepted values of model.precision: native (the file's own types), f32,
+// f16, bf16, q8_0, q4_0, int8, int4, fp8.
+std::span<const std::string_view> PrecisionNames();
+
+// Parses an inference.yaml document; `filename` is only used in messages.
+// An empty document (or only comments) gives all defaults. `key_env:` entries
+// read the environment. Errors are kInvalidArgument.
+Expected<InferenceConfig> ParseInferenceConfig(std::string_view yaml_text,
+                                               std::string_view filename);
+
+// Reads and parses `path`. A missing file is kNotFound, an unreadable one
+// (permissions, a directory, over 16 MiB) kInvalidArgument; both name the path.
+Expected<InferenceConfig> LoadInferenceConfig(const std::string& path);
+
+// "4194304", "512MiB", "2 GiB", "1.5GB", "64k", "4Gi" -> bytes. Units, any
+// case: B; K/KB, M/MB, G/GB, T/TB (powers of 1000); Ki/KiB, Mi/MiB, Gi/GiB,
+// Ti/TiB (powers of 1024). Fractions are rounded down to whole bytes; the
+// result must be in 1..2^62. For CLI flags too: the message has no location.
+Expected<int64_t> ParseByteSize(std::string_view text);
+
+}  // namespace brisk
