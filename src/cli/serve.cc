@@ -22,6 +22,8 @@ struct ServeFlags {
   int port = -1;
   int threads = 0;
   int64_t max_batch_tokens = 0;
+  int64_t max_context_tokens = 0;
+  int64_t max_concurrent = 0;
   std::string kv_cache;
   bool no_prefix_cache = false;
   bool static_batching = false;
@@ -53,6 +55,9 @@ int RunServe(const ServeFlags& f) {
   if (f.port >= 0) cfg.server.port = f.port;
   if (f.threads > 0) cfg.scheduler.threads = f.threads;
   if (f.max_batch_tokens > 0) cfg.scheduler.max_batch_tokens = static_cast<int>(f.max_batch_tokens);
+  if (f.max_context_tokens > 0) cfg.model.max_context_tokens = f.max_context_tokens;
+  if (f.max_concurrent > 0)
+    cfg.scheduler.max_concurrent_sequences = static_cast<int>(f.max_concurrent);
   if (!f.kv_cache.empty()) {
     auto b = ParseByteSize(f.kv_cache);
     if (!b.ok()) return Fail(b.status().WithContext("--kv-cache"));
@@ -121,6 +126,11 @@ CommandRunner RegisterServe(CLI::App& app) {
       ->check(CLI::Range(1, 256));
   app.add_option("--max-batch-tokens", f->max_batch_tokens, "tokens per engine step")
       ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--max-context-tokens", f->max_context_tokens,
+                 "context cap per request (default: the model's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  app.add_option("--max-concurrent", f->max_concurrent, "running sequences at most")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   app.add_option("--kv-cache", f->kv_cache, "KV cache memory, e.g. 512MiB");
   app.add_flag("--no-prefix-cache", f->no_prefix_cache, "turn the prefix cache off");
   app.add_flag("--static-batching", f->static_batching,
