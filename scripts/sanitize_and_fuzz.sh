@@ -10,10 +10,16 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_SANITIZE=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" > /dev/null
 cmake --build build-asan -j"$(nproc)"
-# The reference-logit comparisons are numeric checks of the same code paths the
-# model and engine tests already drive; under ASan they only cost minutes.
+# The reference-logit comparisons and the 32-request equality run are numeric
+# checks of code paths the other model, engine and scheduler tests already
+# drive; under ASan they only cost minutes.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j"$(nproc)" -E 'ReferenceLogitsTest')
+  ctest --output-on-failure -j"$(nproc)" -E 'ReferenceLogitsTest|ThirtyTwoConcurrent')
+# The server under ASan/UBSan with the real openai client and the robustness
+# tests (disconnects, overload, bad input): memory errors on the HTTP and
+# streaming paths show up here.
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 BRISK_BIN=build-asan/brisk \
+  python3 -m pytest -q tests/e2e/test_openai_api.py tests/e2e/test_server_robustness.py
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_FUZZ=ON \
   -DBRISK_TESTS=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ > /dev/null

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Serving scenarios for the scheduler and prefix-cache issues, measured with
+`brisk bench` (C++, asynchronous, streaming) against `brisk serve`, each pair of
+configurations one after the other in the same run.
+
+  python3 bench/serve_scenarios.py scheduler   # continuous vs static batching, mixed workload
+  python3 bench/serve_scenarios.py prefix      # prefix cache: hit vs miss TTFT, shared/unshared workloads
+  python3 bench/serve_scenarios.py load        # 256 concurrent streaming clients
+  python3 bench/serve_scenarios.py all
+
+Results: bench/results/serve_scenarios/<scenario>/*.json and a markdown table
+printed at the end (pasted into BENCHMARKS.md). Run on a quiet machine.
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+BRISK = os.environ.get("BRISK_BIN", str(REPO / "build" / "brisk"))
+OUT = REPO / "bench" / "results" / "serve_scenarios"
+
+
+class Server:
+    def __init__(self, args, label):
+        self.label = label
+        cmd = [BRISK, "serve", "--port", "0"] + args
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"http://([^:]+):(\d+)", line)
+        if not m:
+            raise RuntimeError(f"server failed: {line} {self.proc.stderr.read()}")
+        self.url = f"http://{m.group(1)}:{m.group(2)}"
+        self.cmd = " ".join(["brisk"] + cmd[1:])
+
+    def metric(self, name, labels=""):
+        text = urllib.request.urlopen(self.url + "/metrics", timeout=10).read().decode()
+        total = None
+        for line in text.splitlines():
+            if line.startswith(name + (labels and "{")) or line.startswith(name + " "):
+                if labels and labels not in line:
+                    continue
+                total = (total or 0) + float(line.split()[-1])
+        return total
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def bench(server, out_json, args, label):
+    cmd = [BRISK, "bench", "--url", server.url, "--json", str(out_json), "--label", label,
+           "--quiet"] + args
+    t0 = time.time()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    r = json.loads(pathlib.Path(out_json).read_text())
+    r["_cmd"] = " ".join(["brisk"] + cmd[1:])
+    r["_wall_s"] = time.time() - t0
+    return r
+
+
+def pct(r, key, p):
+    d = r["summary"][key]
+    return d.get(p) if d else None
+
+
+def row(label, r, extra=""):
+    s = r["summary"]
+    return (f"| {label} | {s['completed']} | {s['errors']} | {s['rejected_429']} | "
+            f"{s['request_throughput']:.2f} | {s['output_throughput']:.1f} | "
+            f"{s['total_token_throughput']:.1f} | "
+            f"{pct(r,'ttft_ms','p50'):.0f} / {pct(r,'ttft_ms','p95'):.0f} / {pct(r,'ttft_ms','p99'):.0f} | "
+            f"{pct(r,'tpot_ms','p50'):.1f} / {pct(r,'tpot_ms','p95'):.1f} / {pct(r,'tpot_ms','p99'):.1f} |"
+            f"{extra}")
+
+
+HEADER = ("| run | done | errors | 429 | req/s | output tok/s | total tok/s | TTFT ms p50/p95/p99 | "
+          "TPOT ms p50/p95/p99 |")
+
+
+def scheduler(threads):
+    d = OUT / "scheduler"
+    d.mkdir(parents=True, exist_ok=True)
+    # Mixed, long-tailed: prompts 16..1024 (lognormal, median 160), outputs 8..512
+    # (lognormal, median 64), 96 requests, 32 concurrent users.
+    work = ["--workload", "random", "--length-dist", "lognormal",
+            "--input-len", "160", "--input-spread", "0.8", "--input-min", "16",
+            "--input-max", "1024", "--output-len", "64", "--output-spread", "1.0",
+            "--output-min", "8", "--output-max", "512", "--ignore-eos",
+            "--num-requests", "96", "--warmup", "0", "--concurrency", "32", "--seed", "1"]
+    lines, results = [HEADER + " KV waste |", "|" + "---|" * 10], {}
+    for label, extra in [("continuous", []), ("static", ["--static-batching"])]:
+        s = Server(["--threads", str(threads), "--max-concurrent", "32", "--no-prefix-cache"]
+                   + extra, label)
+        try:
+            r = bench(s, d / f"{label}.json", work, label)
+            waste = s.metric("brisk:kv_cache_waste_ratio")
+        finally:
+            s.stop()
+        results[label] = r
+        lines.append(row(label, r, f" {100 * waste:.2f}% |"))
+        print(f"server: {s.cmd}\nbench:  {r['_cmd']}", file=sys.stderr)
+    ratio = (results["continuous"]["summary"]["total_token_throughput"]
+             / results["static"]["summary"]["total_token_throughput"])
+    lines.append(f"\nContinuous / static total-token throughput: **{ratio:.2f}x**")
+    return "\n".join(lines)
+
+
+def prefix(threads):
+    d = OUT / "prefix"
+    d.mkdir(parents=True, exist_ok=True)
+    lines = []
+    # 1) 2,000-token system prompt + ~50-token user turns, one at a time: the first
+    # request of each prefix misses, the rest hit (cache on); everything misses (off).
+    seq = ["--workload", "shared-prefix", "--prefix-len", "2000", "--num-prefixes", "1",
+           "--input-len", "50", "--output-len", "8", "--ignore-eos", "--num-requests", "12",
+           "--warmup", "1", "--concurrency", "1", "--seed", "2"]
+    # 2) many users, a few system prompts, 16 concurrent.
+    shared = ["--workload", "shared-prefix", "--prefix-len", "600", "--num-prefixes", "4",
+              "--input-len", "60", "--output-len", "48", "--ignore-eos", "--num-requests", "96",
+              "--warmup", "4", "--concurrency", "16", "--seed", "3"]
+    # 3) no shared prefixes at all: the cache's cost.
+    unshared = ["--workload", "random", "--input-len", "300", "--input-spread", "0.5",
+                "--output-len", "48", "--ignore-eos", "--num-requests", "96", "--warmup", "4",
+                "--concurrency", "16", "--seed", "4"]
+    res = {}
+    for cache in ["on", "off"]:
+        s = Server(["--threads", str(threads)] + ([] if cache == "on" else ["--no-prefix-cache"]),
+                   cache)
+        try:
+            for name, w in [("hit-vs-miss", seq), ("shared", shared), ("unshared", unshared)]:
+                res[(name, cache)] = bench(s, d / f"{name}-{cache}.json", w, f"{name}-{cache}")
+                print(f"{name} cache {cache}: {res[(name, cache)]['_cmd']}", file=sys.stderr)
+            hits = s.metric("brisk:prefix_cache_hits_total")
+            queries = s.metric("brisk:prefix_cache_queries_total")
+        finally:
+            s.stop()
+        res[("hitrate", cache)] = (hits or 0) / queries if queries else 0
+    on, off = res[("hit-vs-miss", "on")], res[("hit-vs-miss", "off")]
+    lines.append(f"2,000-token shared system prompt + ~50-token turns, one at a time: TTFT p50 "
+                 f"{pct(on,'ttft_ms','p50'):.0f} ms with the cache (hits) vs "
+                 f"{pct(off,'ttft_ms','p50'):.0f} ms without (misses): "
+                 f"**{pct(off,'ttft_ms','p50') / pct(on,'ttft_ms','p50'):.1f}x** lower.\n")
+    lines += [HEADER, "|" + "---|" * 9]
+    for name in ["shared", "unshared"]:
+        for cache in ["on", "off"]:
+            lines.append(row(f"{name}, cache {cache}", res[(name, cache)]))
+    for name in ["shared", "unshared"]:
+        a = res[(name, "on")]["summary"]["total_token_throughput"]
+        b = res[(name, "off")]["summary"]["total_token_throughput"]
+        lines.append(f"\n{name}: throughput cache on / off = **{a / b:.3f}x**, TTFT p95 "
+                     f"{pct(res[(name,'on')],'ttft_ms','p95'):.0f} vs "
+                     f"{pct(res[(name,'off')],'ttft_ms','p95'):.0f} ms")
+    return "\n".join(lines)
+
+
+def load(threads):
+    d = OUT / "load"
+    d.mkdir(parents=True, exist_ok=True)
+    s = Server(["--threads", str(threads), "--max-concurrent", "64"], "load")
+    try:
+        rss0 = rss_mb(s.proc.pid)
+        r = bench(s, d / "load256.json",
+                  ["--workload", "random", "--input-len", "64", "--input-spread", "0.5",
+                   "--output-len", "32", "--ignore-eos", "--num-requests", "1024", "--warmup", "0",
+                   "--concurrency", "256", "--timeout", "600", "--seed", "5"], "256 concurrent")
+        rss1 = rss_mb(s.proc.pid)
+        r2 = bench(s, d / "load256-again.json",
+                   ["--workload", "random", "--input-len", "64", "--input-spread", "0.5",
+                    "--output-len", "32", "--ignore-eos", "--num-requests", "1024",
+                    "--warmup", "0", "--concurrency", "256", "--timeout", "600", "--seed", "6"],
+                   "256 concurrent (again)")
+        rss2 = rss_mb(s.proc.pid)
+    finally:
+        s.stop()
+    return "\n".join([HEADER, "|" + "---|" * 9, row("256 concurrent", r),
+                      row("256 concurrent, again", r2),
+                      f"\nServer RSS: {rss0:.0f} MB idle, {rss1:.0f} MB after the first run, "
+                      f"{rss2:.0f} MB after the second."])
+
+
+def rss_mb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario", choices=["scheduler", "prefix", "load", "all"])
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    todo = ["scheduler", "prefix", "load"] if a.scenario == "all" else [a.scenario]
+    for t in todo:
+        md = globals()[t](a.threads)
+        print(f"\n### {t} ({a.threads} threads)\n\n{md}\n")
+        (OUT / f"{t}.md").write_text(md + "\n")
+
+
+if __name__ == "__main__":
+    main()
