@@ -38,7 +38,7 @@ Expected<int64_t> EngineLoop::Submit(GenerationRequest request, OutputSink sink)
     if (stopping_) return Status(StatusCode::kUnavailable, "the engine is shutting down");
     // stats_.scheduler.waiting lags by at most one step (conservative: a
     // sequence admitted during the step is still counted).
-    const int32_t queued = stats_.scheduler.waiting[p] + inbox_count_[p];
+    const int32_t queued = stats_.scheduler.queued[p] + inbox_count_[p];
     if (queued >= max_queued_[p])
       return ResourceExhausted("the {} queue is full ({} waiting)", PriorityName(request.priority),
                                queued);
@@ -121,7 +121,7 @@ void EngineLoop::Run() {
         SequenceOutput out;
         out.finished = true;
         out.reason = FinishReason::kError;
-        in.sink(out, id.status().message());
+        in.sink(out, id.status());
         --active_;
         continue;
       }
@@ -147,7 +147,7 @@ void EngineLoop::Run() {
     for (const SequenceOutput& out : outs) {
       auto it = by_id_.find(out.seq_id);
       if (it == by_id_.end()) continue;
-      it->second.sink(out, "");
+      it->second.sink(out, Status::Ok());
       if (out.finished && --it->second.remaining == 0) {
         by_id_.erase(it);
         --active_;
@@ -160,7 +160,7 @@ void EngineLoop::Run() {
         out.seq_id = id;
         out.finished = true;
         out.reason = FinishReason::kError;
-        a.sink(out, st.message());
+        a.sink(out, st);
         --active_;
       }
       by_id_.clear();
@@ -183,7 +183,7 @@ void EngineLoop::Run() {
     out.seq_id = id;
     out.finished = true;
     out.reason = FinishReason::kCancelled;
-    a.sink(out, "");
+    a.sink(out, Status::Ok());
   }
   by_id_.clear();
   std::lock_guard<std::mutex> lock(mu_);
@@ -191,7 +191,7 @@ void EngineLoop::Run() {
     SequenceOutput out;
     out.finished = true;
     out.reason = FinishReason::kCancelled;
-    in.sink(out, "");
+    in.sink(out, Status::Ok());
   }
   inbox_.clear();
 }

@@ -19,9 +19,10 @@
 namespace brisk {
 
 // Called on the engine thread for each output of a request (every sample);
-// must not block. `error` is non-empty when the request failed inside the
-// engine (then out.finished is true and out.reason kError).
-using OutputSink = std::function<void(const SequenceOutput& out, const std::string& error)>;
+// must not block. `error` is not ok when the request failed inside the engine
+// (then out.finished is true and out.reason kError); ResourceExhausted means
+// the queue filled up between Submit() and the engine taking the request.
+using OutputSink = std::function<void(const SequenceOutput& out, const Status& error)>;
 
 struct EngineLoopStats {
   SchedulerStats scheduler;

@@ -53,7 +53,7 @@ struct Collector {
   std::map<int64_t, FinishReason> reason;
   std::atomic<int> done{0};
   OutputSink Sink(int64_t key) {
-    return [this, key](const SequenceOutput& o, const std::string&) {
+    return [this, key](const SequenceOutput& o, const Status&) {
       std::lock_guard<std::mutex> lock(mu);
       text[key] += o.text;
       if (o.finished) {

@@ -42,9 +42,12 @@ Status Scheduler::Add(SeqState seq) {
     return InvalidArgument("{} tokens need {} KV blocks but the cache holds {}", seq.num_tokens(),
                            BlocksFor(seq.num_tokens()), pool_->num_blocks());
   const int p = static_cast<int>(seq.priority);
-  if (num_waiting_[p] >= opts_.max_waiting[p])
+  // The bound is on new arrivals: preempted sequences waiting to resume do
+  // not take a newcomer's place.
+  const int32_t queued = NumQueued(seq.priority);
+  if (queued >= opts_.max_waiting[p])
     return ResourceExhausted("the {} queue is full ({} waiting)", PriorityName(seq.priority),
-                             num_waiting_[p]);
+                             queued);
   seq.num_computed = 0;
   seq.blocks.clear();
   seq.block_hashes.clear();
@@ -98,6 +101,12 @@ void Scheduler::Abort(int64_t id) {
   if (it == seqs_.end()) return;
   Free(*it->second);
   Remove(id);
+}
+
+int32_t Scheduler::NumQueued(Priority p) const {
+  int32_t n = 0;
+  for (const SeqState* s : waiting_) n += s->priority == p && s->first_scheduled_s < 0;
+  return n;
 }
 
 const SeqState* Scheduler::Find(int64_t id) const {
@@ -374,7 +383,10 @@ void Scheduler::RecordWaste() {
 SchedulerStats Scheduler::stats() const {
   SchedulerStats st;
   for (const SeqState* s : running_) ++st.running[static_cast<int>(s->priority)];
-  for (int p = 0; p < kNumPriorities; ++p) st.waiting[p] = num_waiting_[p];
+  for (int p = 0; p < kNumPriorities; ++p) {
+    st.waiting[p] = num_waiting_[p];
+    st.queued[p] = NumQueued(static_cast<Priority>(p));
+  }
   st.blocks_total = pool_->num_blocks();
   st.blocks_used = pool_->num_used();
   st.blocks_cached = pool_->num_cached();

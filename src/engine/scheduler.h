@@ -117,7 +117,8 @@ struct SeqResult {
 
 struct SchedulerStats {
   int32_t running[kNumPriorities] = {0, 0};
-  int32_t waiting[kNumPriorities] = {0, 0};
+  int32_t waiting[kNumPriorities] = {0, 0};  // incl. preempted ones waiting to resume
+  int32_t queued[kNumPriorities] = {0, 0};   // waiting and never scheduled (what the bound counts)
   int64_t blocks_total = 0, blocks_used = 0, blocks_cached = 0;
   int64_t preemptions = 0;
   int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;
@@ -150,6 +151,8 @@ class Scheduler {
   void UpdateFromOutput(const SchedulerOutput& out, std::span<const SeqResult> results);
 
   const SeqState* Find(int64_t id) const;
+  // Waiting sequences of priority p that were never scheduled.
+  int32_t NumQueued(Priority p) const;
   bool HasWork() const { return !seqs_.empty(); }
   int64_t num_seqs() const { return static_cast<int64_t>(seqs_.size()); }
   SchedulerStats stats() const;

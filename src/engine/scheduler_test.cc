@@ -37,6 +37,9 @@ struct Sim {
   std::map<int64_t, std::vector<int32_t>> outputs;  // id -> generated tokens
   std::vector<int64_t> finish_order;
   double now = 0;
+  // n > 1: when > 0, a sequence's first sample forks this many children.
+  int fork_children = 0;
+  int64_t next_child_id = 1000000;
 
   void Add(SeqState s, int gen) {
     max_gen[s.id] = gen;
@@ -62,6 +65,14 @@ struct Sim {
       outputs[c.id].push_back(r.token);
       r.finished = static_cast<int>(outputs[c.id].size()) >= max_gen[c.id];
       if (r.finished) finish_order.push_back(c.id);
+      if (fork_children > 0 && s->num_generated() == 0 && !r.finished) {
+        for (int k = 0; k < fork_children; ++k) {
+          const int64_t child = next_child_id++;
+          r.forks.emplace_back(child, r.token + 1 + k);
+          max_gen[child] = max_gen[c.id];
+          outputs[child].push_back(r.token + 1 + k);
+        }
+      }
       results.push_back(r);
     }
     sched.UpdateFromOutput(out, results);
@@ -144,6 +155,36 @@ TEST(SchedulerTest, BudgetAndAccountingUnderRandomLoad) {
     }
     sim.RunAll();
   }
+}
+
+// Prefix cache + forks (n > 1) + preemption + aborts together: no block leaks
+// or double frees (refcounts match owners after every step).
+TEST(SchedulerTest, ForksPrefixCachePreemptionAndAbortsKeepAccounting) {
+  SchedulerOptions o = Opts(40, 12, 4);
+  o.prefix_cache = true;
+  Sim sim(o, 48);
+  sim.fork_children = 2;
+  std::mt19937 rng(9);
+  int64_t next = 1;
+  for (int step = 0; step < 4000; ++step) {
+    if (rng() % 4 == 0 && next <= 150) {
+      auto s = MakeSeq(next, 1 + rng() % 30, rng() % 3 ? Priority::kInteractive : Priority::kBatch,
+                       sim.now, static_cast<int>(rng() % 2) * 5);
+      s.salt = RootBlockHash(rng() % 2 ? "a" : "b");
+      sim.Add(std::move(s), 1 + rng() % 20);
+      ++next;
+    }
+    if (rng() % 40 == 0) {
+      std::vector<int64_t> ids;
+      for (auto& [id, g] : sim.max_gen)
+        if (sim.sched.Find(id)) ids.push_back(id);
+      if (!ids.empty()) sim.sched.Abort(ids[rng() % ids.size()]);
+    }
+    sim.Step();
+  }
+  sim.RunAll();
+  EXPECT_GT(sim.sched.stats().preemptions, 0);
+  EXPECT_GT(sim.sched.stats().prefix_hit_tokens, 0);
 }
 
 TEST(SchedulerTest, FcfsWithinPriority) {

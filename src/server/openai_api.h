@@ -13,8 +13,10 @@
 //     booleans are never numbers;
 //   - a value is out of range, naming the range (code "invalid_value");
 //   - an unknown top-level field: "Unrecognized request argument supplied: X"
-//     (code "unknown_parameter"); messages and content parts are checked the
-//     same way;
+//     (code "unknown_parameter"). Keys inside messages, content parts and
+//     stream_options are checked the same way, except that there an unknown
+//     key with a null value is ignored (SDK objects echoed back as history
+//     carry e.g. "reasoning_content": null);
 //   - a known feature Brisk does not implement yet (tools, functions,
 //     response_format other than text, logit_bias, logprobs, echo, suffix,
 //     best_of > 1, audio, non-text modalities, non-text content parts, ...):
@@ -41,8 +43,8 @@ namespace brisk::api {
 enum class Endpoint { kChatCompletions, kCompletions };
 enum class Priority { kInteractive, kBatch };
 
-inline constexpr int kMaxN = 128;        // "n" upper bound; the server may cap lower
-inline constexpr size_t kMaxStop = 4;    // stop strings per request (as OpenAI)
+inline constexpr int kMaxN = 128;      // "n" upper bound; the server may cap lower
+inline constexpr size_t kMaxStop = 4;  // stop strings per request (as OpenAI)
 inline constexpr int kMaxTopLogprobs = 20;
 
 struct ApiRequest {
@@ -57,10 +59,10 @@ struct ApiRequest {
   nlohmann::ordered_json messages;
 
   // Completions: exactly one of the two is non-empty. A string or an array of
-  // strings fills `prompts`; an array of token ids or an array of such arrays
-  // fills `prompt_tokens` (ids >= 0; the server checks them against the
-  // vocab). Each prompt yields `n` choices; choice index = prompt_index * n + j,
-  // as OpenAI numbers them.
+  // strings (each non-empty) fills `prompts`; an array of token ids or an
+  // array of such arrays fills `prompt_tokens` (ids >= 0; the server checks
+  // them against the vocab). Each prompt yields `n` choices; choice index =
+  // prompt_index * n + j, as OpenAI numbers them.
   std::vector<std::string> prompts;
   std::vector<std::vector<int32_t>> prompt_tokens;
 
@@ -144,8 +146,8 @@ std::string SseChunk(Endpoint ep, std::string_view id, std::string_view model, i
 
 // The stream_options.include_usage chunk, sent after the last choice chunk
 // and before kSseDone: "choices": [] and "usage" as in CompletionBody.
-std::string SseUsageChunk(Endpoint ep, std::string_view id, std::string_view model,
-                          int64_t created, const Usage& u);
+std::string SseUsageChunk(Endpoint ep, std::string_view id, std::string_view model, int64_t created,
+                          const Usage& u);
 
 // An error inside a stream that has already started: "data: {"error": ...}\n\n".
 std::string SseError(const ApiError& e);

@@ -249,8 +249,17 @@ bool OpenAiServer::WaitIdle(std::chrono::milliseconds timeout) const {
 
 void OpenAiServer::Stop() {
   draining_.store(true);
+  // The engine thread cancels what is left; those responses (an error event
+  // and [DONE] for streams, 503 otherwise) get a moment to flush before the
+  // connections close.
   if (loop_) loop_->Stop();
-  if (http_) http_->Stop();
+  if (http_) {
+    const auto until = Clock::now() + std::chrono::milliseconds(500);
+    while (active_.load() > 0 && Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    http_->Stop();
+  }
 }
 
 static void SendError(http::Responder& res, const api::ApiError& e, Headers extra = {}) {
@@ -440,7 +449,9 @@ void OpenAiServer::HandleGeneration(int endpoint, http::Request&& req,
                             "Please reduce the prompt or max_tokens.",
                             ctx_len, n_prompt + std::max<int64_t>(want, 1), n_prompt,
                             std::max<int64_t>(want, 1)),
-                "context_length_exceeded", ar.max_tokens ? "max_tokens" : "messages"),
+                "context_length_exceeded",
+                ar.max_tokens ? "max_tokens"
+                              : (ep == api::Endpoint::kCompletions ? "prompt" : "messages")),
           "invalid");
     max_tokens = std::max(max_tokens, static_cast<int>(want));
   }
@@ -481,10 +492,10 @@ void OpenAiServer::HandleGeneration(int endpoint, http::Request&& req,
     g.deadline = t_arrival + std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
     g.cache_salt = salt;
     const int prompt_index = static_cast<int>(i);
-    auto ticket = loop_->Submit(std::move(g), [this, ctx, prompt_index](const SequenceOutput& out,
-                                                                        const std::string& error) {
-      OnOutput(ctx, prompt_index, out, error);
-    });
+    auto ticket = loop_->Submit(
+        std::move(g), [this, ctx, prompt_index](const SequenceOutput& out, const Status& error) {
+          OnOutput(ctx, prompt_index, out, error);
+        });
     if (!ticket.ok()) {
       std::lock_guard<std::mutex> lock(ctx->mu);
       for (int64_t t : ctx->tickets) loop_->Cancel(t);
@@ -520,7 +531,7 @@ void OpenAiServer::HandleGeneration(int endpoint, http::Request&& req,
 
 // Runs on the engine thread.
 void OpenAiServer::OnOutput(const std::shared_ptr<RequestCtx>& ctx_ptr, int prompt_index,
-                            const SequenceOutput& out, const std::string& error) {
+                            const SequenceOutput& out, const Status& error) {
   RequestCtx& ctx = *ctx_ptr;
   std::lock_guard<std::mutex> lock(ctx.mu);
   if (ctx.done) return;
@@ -530,15 +541,27 @@ void OpenAiServer::OnOutput(const std::shared_ptr<RequestCtx>& ctx_ptr, int prom
   http::Responder& res = *ctx.res;
 
   // Abnormal ends finish the whole request at once.
-  if (!error.empty() || out.reason == FinishReason::kError ||
-      out.reason == FinishReason::kCancelled || out.reason == FinishReason::kDeadline) {
+  if (!error.ok() || out.reason == FinishReason::kError || out.reason == FinishReason::kCancelled ||
+      out.reason == FinishReason::kDeadline) {
     ctx.done = true;
     for (int64_t t : ctx.tickets) loop_->Cancel(t);
     --active_;
     const char* outcome = "error";
-    api::ApiError e =
-        Error(500, "server_error", error.empty() ? "generation failed" : error, "internal_error");
-    if (out.reason == FinishReason::kCancelled) {
+    api::ApiError e = Error(500, "server_error",
+                            error.ok() ? "generation failed" : error.message(), "internal_error");
+    if (error.code() == StatusCode::kResourceExhausted) {
+      outcome = "rejected";
+      const double retry = loop_->RetryAfterSeconds(Priority::kBatch);
+      if (!res.closed() && !ctx.started) {
+        SendError(res,
+                  Error(429, "rate_limit_error",
+                        fmt::format("Server busy: {}. Retry after {} s.", error.message(), retry),
+                        "queue_full"),
+                  {{"Retry-After", fmt::format("{}", static_cast<int>(retry))}});
+        metrics_->outcome[outcome]->Inc();
+        return;
+      }
+    } else if (out.reason == FinishReason::kCancelled) {
       outcome = res.closed() ? "cancelled" : "error";
       e = Error(503, "server_error", "The request was cancelled (server shutting down)",
                 "cancelled");

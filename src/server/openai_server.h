@@ -59,7 +59,7 @@ class OpenAiServer {
   void Handle(http::Request&& req, std::shared_ptr<http::Responder> res);
   void HandleGeneration(int endpoint, http::Request&& req, std::shared_ptr<http::Responder> res);
   void OnOutput(const std::shared_ptr<RequestCtx>& ctx, int prompt_index, const SequenceOutput& out,
-                const std::string& error);
+                const Status& error);
   void FinishRequest(RequestCtx& ctx);
 
   InferenceConfig config_;
