@@ -10,7 +10,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libxxhash-dev
   libyaml-cpp-dev libboost1.81-dev libsqlite3-dev
-  unzip python3-pip prometheus
+  unzip python3-pip prometheus fortunes
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
