@@ -10,7 +10,7 @@
 #   NUM_REQUESTS [40] WARMUP [2] SEED [0]
 #   WORKLOAD [random] INPUT_LEN [128] OUTPUT_LEN [64]   every request asks for
 #                             OUTPUT_LEN tokens with ignore_eos, so both engines do equal work
-#   SLO ["ttft=2s,tpot=200ms"]  goodput objectives (brisk bench --slo)
+#   SLO ["ttft=650ms,tpot=50ms"]  goodput objectives (brisk bench --slo)
 #   THREADS [2] CTX [4096] SLOTS [8]   llama-server: -t/-tb THREADS -c CTX -np SLOTS -kvu
 #                             (one KV pool shared by the slots, like Brisk's paged pool);
 #                             brisk serve: --threads THREADS --max-context-tokens CTX
@@ -42,7 +42,7 @@ SEED="${SEED:-0}"
 WORKLOAD="${WORKLOAD:-random}"
 INPUT_LEN="${INPUT_LEN:-128}"
 OUTPUT_LEN="${OUTPUT_LEN:-64}"
-SLO="${SLO:-ttft=2s,tpot=200ms}"
+SLO="${SLO:-ttft=650ms,tpot=50ms}"
 THREADS="${THREADS:-2}"
 CTX="${CTX:-4096}"
 SLOTS="${SLOTS:-8}"

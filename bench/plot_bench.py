@@ -195,16 +195,58 @@ def markdown(open_loop, closed):
     return "\n".join(lines)
 
 
+def parse_slo(text):
+    slo = {"ttft": None, "tpot": None, "e2e": None}
+    for part in text.split(","):
+        k, v = part.split("=")
+        v = v.strip()
+        scale = 1.0
+        for suffix, sc in (("ms", 1.0), ("us", 1e-3), ("s", 1000.0)):
+            if v.endswith(suffix):
+                v, scale = v[: -len(suffix)], sc
+                break
+        slo[k.strip()] = float(v) * scale
+    return slo
+
+
+def apply_slo(r, slo):
+    """Goodput as brisk bench defines it: completed requests/s meeting every
+    objective (TPOT of a 1-token output counts as 0)."""
+    good = 0
+    for q in r["requests"]:
+        if q.get("error") or q.get("http_status") not in (200, None):
+            continue
+        if q.get("ttft_ms") is None:
+            continue
+        ok = True
+        if slo["ttft"] is not None and q["ttft_ms"] > slo["ttft"]:
+            ok = False
+        if slo["tpot"] is not None and (q.get("tpot_ms") or 0) > slo["tpot"]:
+            ok = False
+        if slo["e2e"] is not None and q["e2e_ms"] > slo["e2e"]:
+            ok = False
+        good += ok
+    r["config"]["slo_ms"] = slo
+    r["summary"]["good_requests"] = good
+    r["summary"]["goodput"] = good / r["summary"]["duration_s"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="+", help="brisk bench --json files")
     ap.add_argument("-o", "--outdir", help="write PNG charts here")
     ap.add_argument("--markdown", help="write a markdown table here ('-' = stdout)")
     ap.add_argument("--title", default="")
+    ap.add_argument("--slo", help="recompute goodput from the per-request records for these "
+                    "objectives, e.g. ttft=650ms,tpot=50ms (the runs' own --slo otherwise)")
     args = ap.parse_args()
     if not args.outdir and not args.markdown:
         ap.error("nothing to do: give -o OUTDIR and/or --markdown FILE")
-    open_loop, closed = split(load(args.results))
+    runs = load(args.results)
+    if args.slo:
+        for r in runs:
+            apply_slo(r, parse_slo(args.slo))
+    open_loop, closed = split(runs)
     if not open_loop and not closed:
         sys.exit("no plottable results (open loop needs a finite --request-rate)")
     if args.markdown:

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -107,6 +108,47 @@ TEST_F(LlamaModelTest, BatchedForwardMatchesSingleSequence) {
   }
   // Logits are O(10); batching changes only float summation order.
   EXPECT_LT(worst, 2e-2f) << "max |logit difference| between batched and single";
+}
+
+// What a prefix-cache hit computes: the prompt's full blocks were computed by
+// an earlier request, the rest runs as one chunk over that cached K/V. Its
+// logits equal those of the whole prompt computed in one pass.
+TEST_F(LlamaModelTest, PrefixCacheHitGivesTheSameLogits) {
+  const int vocab = model_->config().vocab;
+  std::mt19937 rng(5);
+  ThreadPool threads(2);
+  for (int prefix_blocks : {1, 2, 5}) {
+    KvCache kv(model_->kv_shape(16), 64);
+    KvBlockPool pool(64);
+    const auto prompt =
+        RandomTokens(rng, prefix_blocks * 16 + 1 + static_cast<int>(rng() % 20), vocab);
+    std::vector<int32_t> a, b;
+    ASSERT_TRUE(pool.Allocate((prompt.size() + 15) / 16, &a));
+    ASSERT_TRUE(pool.Allocate((prompt.size() + 15) / 16, &b));
+    Batch whole;
+    whole.Add(prompt, 0, a, BatchSequence::Logits::kLast);
+    std::vector<float> ref, unused, hit;
+    ASSERT_TRUE(model_->Forward(whole, kv, threads, &ref).ok());
+    const int32_t cached = prefix_blocks * 16;
+    Batch earlier, suffix;
+    earlier.Add(std::span<const int32_t>(prompt).first(cached), 0, b, BatchSequence::Logits::kNone);
+    suffix.Add(std::span<const int32_t>(prompt).subspan(cached), cached, b,
+               BatchSequence::Logits::kLast);
+    ASSERT_TRUE(model_->Forward(earlier, kv, threads, &unused).ok());
+    ASSERT_TRUE(model_->Forward(suffix, kv, threads, &hit).ok());
+    const float d = MaxAbsDiff(ref.data(), hit.data(), vocab);
+    RecordProperty("max_abs_logit_diff_" + std::to_string(prefix_blocks), std::to_string(d));
+    std::printf("prefix %d blocks: max |logit diff| %g\n", prefix_blocks, d);
+    // Bitwise: every row's matmuls and attention run the same code in the same
+    // order whether its history came from this step or an earlier one.
+    EXPECT_EQ(d, 0.0f);
+    int am_ref = 0, am_hit = 0;
+    for (int i = 1; i < vocab; ++i) {
+      if (ref[i] > ref[am_ref]) am_ref = i;
+      if (hit[i] > hit[am_hit]) am_hit = i;
+    }
+    EXPECT_EQ(am_ref, am_hit);
+  }
 }
 
 TEST_F(LlamaModelTest, RejectsBadBatches) {
