@@ -76,7 +76,9 @@ Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOption
             return s;
           }(),
           &pool_),
-      t0_(Clock::now()) {}
+      t0_(Clock::now()) {
+  if (options.prefault_kv) kv_.Prefault();
+}
 
 Engine::~Engine() = default;
 

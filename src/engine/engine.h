@@ -45,6 +45,7 @@ struct EngineOptions {
   double aging_s = 5;
   int max_waiting[kNumPriorities] = {256, 1024};
   int64_t max_context_tokens = 0;  // 0 = the model's context length
+  bool prefault_kv = false;        // commit the KV pool's memory at construction
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kDeadline, kError };

@@ -41,6 +41,9 @@ class KvCache {
   uint16_t* VBlock(int layer, int64_t block) {
     return KBlock(layer, block) + shape_.block_size * shape_.kv_dim();
   }
+  // Commits every page of the pool now (a server does this at start, so the
+  // first requests do not pay for page faults and memory is known up front).
+  void Prefault();
   // Copies block src to block dst in every layer (copy-on-write of a shared block).
   void CopyBlock(int64_t src, int64_t dst);
   // Base of a layer (block 0's K), for kernels that walk block tables.

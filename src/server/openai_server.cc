@@ -204,6 +204,7 @@ Expected<std::unique_ptr<OpenAiServer>> OpenAiServer::Start(const InferenceConfi
   eo.max_waiting[0] = config.limits.max_queue_interactive;
   eo.max_waiting[1] = config.limits.max_queue_batch;
   eo.max_context_tokens = config.model.max_context_tokens;
+  eo.prefault_kv = true;  // first requests do not pay the KV pool's page faults
 
   std::unique_ptr<OpenAiServer> s(new OpenAiServer(config, model, tokenizer, model_id, eo));
   if (auto src = model.file().GetString("tokenizer.chat_template"); src.ok()) {
@@ -547,8 +548,8 @@ void OpenAiServer::OnOutput(const std::shared_ptr<RequestCtx>& ctx_ptr, int prom
     for (int64_t t : ctx.tickets) loop_->Cancel(t);
     --active_;
     const char* outcome = "error";
-    api::ApiError e = Error(500, "server_error",
-                            error.ok() ? "generation failed" : error.message(), "internal_error");
+    api::ApiError e = Error(500, "server_error", error.ok() ? "generation failed" : error.message(),
+                            "internal_error");
     if (error.code() == StatusCode::kResourceExhausted) {
       outcome = "rejected";
       const double retry = loop_->RetryAfterSeconds(Priority::kBatch);
