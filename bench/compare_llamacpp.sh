@@ -7,7 +7,10 @@
 # Usage: bench/compare_llamacpp.sh [MODEL]     (default models/SmolLM2-135M-Instruct.Q4_1.gguf)
 # Env (defaults in brackets):
 #   RATES ["0.5 1 2 4"]       request rates, req/s
-#   NUM_REQUESTS [40] WARMUP [2] SEED [0]
+#   NUM_REQUESTS [40] WARMUP [2] SEED [0]   each rate uses seed SEED+k (k = its place in
+#                             RATES): fresh prompts per rate, so no server answers a rate
+#                             from its prompt cache of the previous one; both servers get
+#                             the same prompts
 #   WORKLOAD [random] INPUT_LEN [128] OUTPUT_LEN [64]   every request asks for
 #                             OUTPUT_LEN tokens with ignore_eos, so both engines do equal work
 #   SLO ["ttft=650ms,tpot=50ms"]  goodput objectives (brisk bench --slo)
@@ -141,12 +144,14 @@ for server in $SERVERS; do
     exit 1
   fi
   echo "$server ready on port $port (log: $log)" >&2
+  k=0
   for rate in $RATES; do
+    seed=$((SEED + k)); k=$((k + 1))
     json="$OUT/$server-$tag-rate$rate.json"
     echo "$server: rate $rate req/s, $NUM_REQUESTS requests" >&2
     # shellcheck disable=SC2086
     timeout "$BENCH_TIMEOUT_S" "$BRISK_BIN" bench --url "http://127.0.0.1:$port" \
-      --request-rate "$rate" -n "$NUM_REQUESTS" --warmup "$WARMUP" --seed "$SEED" \
+      --request-rate "$rate" -n "$NUM_REQUESTS" --warmup "$WARMUP" --seed "$seed" \
       --workload "$WORKLOAD" --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN" --ignore-eos \
       --slo "$SLO" --label "$server" --json "$json" --quiet $BENCH_ARGS \
       >"$OUT/logs/$server-$tag-rate$rate.txt" || {
