@@ -126,7 +126,7 @@ void EngineLoop::Run() {
         continue;
       }
       ticket_to_id_[in.ticket] = *id;
-      by_id_[*id] = Active{std::move(in.sink), n, prio};
+      by_id_[*id] = Active{in.ticket, std::move(in.sink), n, prio};
     }
     incoming.clear();
     for (int64_t t : cancels) {
@@ -149,6 +149,7 @@ void EngineLoop::Run() {
       if (it == by_id_.end()) continue;
       it->second.sink(out, Status::Ok());
       if (out.finished && --it->second.remaining == 0) {
+        ticket_to_id_.erase(it->second.ticket);
         by_id_.erase(it);
         --active_;
       }
@@ -164,10 +165,10 @@ void EngineLoop::Run() {
         --active_;
       }
       by_id_.clear();
+      ticket_to_id_.clear();
       outs.clear();
       (void)engine_.Step(&outs);
     }
-    std::erase_if(ticket_to_id_, [&](const auto& kv) { return !by_id_.count(kv.second); });
     const StepStats& ss = engine_.last_step();
     const int32_t tokens = ss.prefill_tokens + ss.decode_tokens;
     if (dt > 0 && tokens > 0) {

@@ -63,6 +63,7 @@ class EngineLoop {
     OutputSink sink;
   };
   struct Active {
+    int64_t ticket;
     OutputSink sink;
     int remaining;  // samples not finished
     Priority priority;

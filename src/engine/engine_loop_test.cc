@@ -9,43 +9,12 @@
 #include <map>
 #include <thread>
 
+#include "engine/default_model_test_base.h"
+
 namespace brisk {
 namespace {
 
-std::string ModelPath() {
-  return std::string(BRISK_MODEL_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
-
-class EngineLoopTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!std::filesystem::exists(ModelPath())) return;
-    auto m = LlamaModel::Load(ModelPath());
-    ASSERT_TRUE(m.ok());
-    model_ = m->release();
-    auto t = Tokenizer::FromGguf(model_->file());
-    ASSERT_TRUE(t.ok());
-    tok_ = t->release();
-  }
-  static void TearDownTestSuite() {
-    delete tok_;
-    delete model_;
-  }
-  void SetUp() override {
-    if (!model_) GTEST_SKIP() << "default model not installed";
-  }
-  GenerationRequest Greedy(const std::string& text, int max_tokens) {
-    GenerationRequest r;
-    r.prompt = tok_->Encode(text, true, false);
-    r.sampling.temperature = 0;
-    r.max_tokens = max_tokens;
-    return r;
-  }
-  static LlamaModel* model_;
-  static Tokenizer* tok_;
-};
-LlamaModel* EngineLoopTest::model_ = nullptr;
-Tokenizer* EngineLoopTest::tok_ = nullptr;
+using EngineLoopTest = DefaultModelTest;
 
 struct Collector {
   std::mutex mu;

@@ -10,38 +10,13 @@
 #include <set>
 #include <thread>
 
+#include "engine/default_model_test_base.h"
+
 namespace brisk {
 namespace {
 
-std::string ModelPath() {
-  return std::string(BRISK_MODEL_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
-
-class EngineTest : public ::testing::Test {
+class EngineTest : public DefaultModelTest {
  protected:
-  static void SetUpTestSuite() {
-    if (!std::filesystem::exists(ModelPath())) return;
-    auto m = LlamaModel::Load(ModelPath());
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    model_ = std::move(*m).release();
-    auto t = Tokenizer::FromGguf(model_->file());
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    tok_ = std::move(*t).release();
-  }
-  static void TearDownTestSuite() {
-    delete tok_;
-    delete model_;
-  }
-  void SetUp() override {
-    if (!model_) GTEST_SKIP() << "default model not installed";
-  }
-  GenerationRequest Greedy(const std::string& text, int max_tokens) {
-    GenerationRequest r;
-    r.prompt = tok_->Encode(text, true, false);
-    r.sampling.temperature = 0;
-    r.max_tokens = max_tokens;
-    return r;
-  }
   // Runs all requests to completion; returns seq id -> (tokens, text, reason).
   struct Result {
     std::vector<int32_t> tokens;
@@ -63,11 +38,7 @@ class EngineTest : public ::testing::Test {
     }
     return res;
   }
-  static LlamaModel* model_;
-  static Tokenizer* tok_;
 };
-LlamaModel* EngineTest::model_ = nullptr;
-Tokenizer* EngineTest::tok_ = nullptr;
 
 TEST_F(EngineTest, GreedyCompletesKnownFact) {
   Engine e(*model_, *tok_, {});

@@ -29,6 +29,14 @@ api::ApiError Error(int status, std::string type, std::string message, std::stri
   return e;
 }
 
+// 429 for a full queue, with the Retry-After the engine loop estimates.
+api::ApiError QueueFull(const Status& st, double retry_s, http::Headers* extra) {
+  extra->emplace_back("Retry-After", fmt::format("{}", static_cast<int>(retry_s)));
+  return Error(429, "rate_limit_error",
+               fmt::format("Server busy: {}. Retry after {} s.", st.message(), retry_s),
+               "queue_full");
+}
+
 std::string_view FinishName(FinishReason r) {
   return r == FinishReason::kLength ? "length" : "stop";
 }
@@ -89,6 +97,7 @@ struct OpenAiServer::RequestCtx {
   bool stream = false;
   bool include_usage = false;
   int n = 1;
+  Priority priority = Priority::kInteractive;
   std::shared_ptr<http::Responder> res;
   Clock::time_point t_arrival;
 
@@ -466,6 +475,7 @@ void OpenAiServer::HandleGeneration(int endpoint, http::Request&& req,
   ctx->stream = ar.stream;
   ctx->include_usage = ar.include_usage;
   ctx->n = ar.n;
+  ctx->priority = priority;
   ctx->res = res;
   ctx->t_arrival = t_arrival;
   const int n_choices = static_cast<int>(prompts.size()) * ar.n;
@@ -504,11 +514,9 @@ void OpenAiServer::HandleGeneration(int endpoint, http::Request&& req,
       --active_;
       const Status& st = ticket.status();
       if (st.code() == StatusCode::kResourceExhausted) {
-        const double retry = loop_->RetryAfterSeconds(priority);
-        return reject(Error(429, "rate_limit_error",
-                            fmt::format("Server busy: {}. Retry after {} s.", st.message(), retry),
-                            "queue_full"),
-                      "rejected", {{"Retry-After", fmt::format("{}", static_cast<int>(retry))}});
+        Headers extra;
+        const api::ApiError e = QueueFull(st, loop_->RetryAfterSeconds(priority), &extra);
+        return reject(e, "rejected", std::move(extra));
       }
       if (st.code() == StatusCode::kUnavailable)
         return reject(Error(503, "server_error", st.message(), "draining"), "error");
@@ -552,13 +560,10 @@ void OpenAiServer::OnOutput(const std::shared_ptr<RequestCtx>& ctx_ptr, int prom
                             "internal_error");
     if (error.code() == StatusCode::kResourceExhausted) {
       outcome = "rejected";
-      const double retry = loop_->RetryAfterSeconds(Priority::kBatch);
       if (!res.closed() && !ctx.started) {
-        SendError(res,
-                  Error(429, "rate_limit_error",
-                        fmt::format("Server busy: {}. Retry after {} s.", error.message(), retry),
-                        "queue_full"),
-                  {{"Retry-After", fmt::format("{}", static_cast<int>(retry))}});
+        Headers extra;
+        SendError(res, QueueFull(error, loop_->RetryAfterSeconds(ctx.priority), &extra),
+                  std::move(extra));
         metrics_->outcome[outcome]->Inc();
         return;
       }
