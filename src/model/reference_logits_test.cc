@@ -1,6 +1,8 @@
-// The forward pass against two independent references on the same GGUF:
-//  - exact float64 math in numpy (tools/make_exact_reference.py), and
-//  - llama.cpp through llama-cpp-python (tools/make_reference_fixtures.py).
+// The forward pass against independent references on the same GGUF:
+//  - exact float64 math in numpy (tools/make_exact_reference.py),
+//  - llama.cpp through llama-cpp-python (tools/make_reference_fixtures.py), and
+//  - llama.cpp on the same weights dequantized to f32 (... --f32), which
+//    Brisk's f32 reference mode must match at >= 99% of positions.
 // Both are stored as compact fixtures (top-10 per position, logsumexp,
 // greedy continuations). Logits are compared as log-probabilities (logit -
 // logsumexp): a uniform shift of all logits does not change the model's
@@ -136,18 +138,21 @@ TEST_F(ReferenceLogitsTest, FastPathMatchesLlamaCpp) {
   EXPECT_LT(a.max_dlogprob, 2.5);
 }
 
-// Greedy 32-token continuations: identical sequences, and the mean length
+// Greedy 32-token continuations of every fixture prompt, fed back one token
+// at a time: how many are identical to the fixture's, and the mean fraction
 // of the common prefix (a near-tie flip makes the rest diverge).
-TEST_F(ReferenceLogitsTest, GreedyContinuationsVsLlamaCpp) {
-  auto model = Load(/*f32=*/false);
-  const auto fixture = LoadFixture("smollm2_reference.json");
-  const int vocab = model->config().vocab;
-  ThreadPool threads(2);
-  KvCache kv(model->kv_shape(16), 128);
-  std::vector<int32_t> blocks(128);
-  for (int i = 0; i < 128; ++i) blocks[i] = i;
+struct GreedyAgreement {
   int identical = 0, total = 0;
   double prefix_frac = 0;
+};
+
+GreedyAgreement CompareGreedy(LlamaModel& model, const nlohmann::json& fixture) {
+  const int vocab = model.config().vocab;
+  ThreadPool threads(2);
+  KvCache kv(model.kv_shape(16), 128);
+  std::vector<int32_t> blocks(128);
+  for (int i = 0; i < 128; ++i) blocks[i] = i;
+  GreedyAgreement g;
   for (const auto& p : fixture["prompts"]) {
     std::vector<int32_t> toks = p["tokens"].get<std::vector<int32_t>>();
     const auto ref = p["greedy"]["tokens"].get<std::vector<int32_t>>();
@@ -155,7 +160,7 @@ TEST_F(ReferenceLogitsTest, GreedyContinuationsVsLlamaCpp) {
     std::vector<float> logits;
     Batch b;
     b.Add(toks, 0, blocks);
-    ASSERT_TRUE(model->Forward(b, kv, threads, &logits).ok());
+    EXPECT_TRUE(model.Forward(b, kv, threads, &logits).ok());
     int32_t pos = static_cast<int32_t>(toks.size());
     for (size_t k = 0; k < ref.size(); ++k) {
       int32_t t = ArgMax(std::span<const float>(logits.data(), vocab));
@@ -164,22 +169,53 @@ TEST_F(ReferenceLogitsTest, GreedyContinuationsVsLlamaCpp) {
       std::vector<int32_t> one = {t};
       b.Clear();
       b.Add(one, pos++, blocks);
-      ASSERT_TRUE(model->Forward(b, kv, threads, &logits).ok());
+      EXPECT_TRUE(model.Forward(b, kv, threads, &logits).ok());
     }
     size_t common = 0;
     while (common < ours.size() && common < ref.size() && ours[common] == ref[common]) ++common;
-    prefix_frac += double(common) / double(ref.size());
-    ++total;
-    identical += ours == ref;
+    g.prefix_frac += double(common) / double(ref.size());
+    ++g.total;
+    g.identical += ours == ref;
   }
+  return g;
+}
+
+TEST_F(ReferenceLogitsTest, GreedyContinuationsVsLlamaCpp) {
+  auto model = Load(/*f32=*/false);
+  const auto g = CompareGreedy(*model, LoadFixture("smollm2_reference.json"));
   std::printf("greedy continuations identical to llama.cpp: %d/%d, mean common prefix %.1f%%\n",
-              identical, total, 100 * prefix_frac / total);
-  EXPECT_GE(total, 20);
+              g.identical, g.total, 100 * g.prefix_frac / g.total);
+  EXPECT_GE(g.total, 20);
   // Regression guards, not targets: a near-tie flip (see the top of this file)
   // diverges the rest of a continuation, and which near-ties flip depends on
   // float summation order (compiler flags, kernel variant).
-  EXPECT_GE(double(identical) / total, 0.2);
-  EXPECT_GE(prefix_frac / total, 0.5);
+  EXPECT_GE(double(g.identical) / g.total, 0.2);
+  EXPECT_GE(g.prefix_frac / g.total, 0.5);
+}
+
+// The model's math against llama.cpp without 8-bit activation rounding on
+// either side: llama.cpp on the default model's weights dequantized to f32
+// (exactly the values the Q4_1/Q8_0 file encodes; fixture made by
+// tools/make_reference_fixtures.py --f32) vs Brisk's reference mode on the
+// same GGUF. Both keep K/V in fp16.
+TEST_F(ReferenceLogitsTest, ReferenceModeMatchesLlamaCppF32) {
+  auto model = Load(/*f32=*/true);
+  const auto fixture = LoadFixture("smollm2_reference_f32.json");
+  auto a = Compare(*model, fixture, LlamaLogProb);
+  std::printf(
+      "f32 reference mode vs llama.cpp f32: positions=%lld top1=%.4f max|dlogprob|=%.4f "
+      "mean=%.5f\n",
+      (long long)a.positions, a.top1_rate(), a.max_dlogprob, a.mean());
+  EXPECT_GE(a.positions, 1000);
+  EXPECT_GE(a.top1_rate(), 0.99);
+  EXPECT_LT(a.max_dlogprob, 0.05);
+  const auto g = CompareGreedy(*model, fixture);
+  std::printf(
+      "f32 greedy continuations identical to llama.cpp f32: %d/%d, mean common prefix "
+      "%.1f%%\n",
+      g.identical, g.total, 100 * g.prefix_frac / g.total);
+  EXPECT_GE(g.total, 20);
+  EXPECT_GE(double(g.identical) / g.total, 0.9);
 }
 
 }  // namespace
