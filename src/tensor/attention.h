@@ -1,10 +1,12 @@
 // Causal attention of a chunk of query tokens of one sequence against its
 // paged F16 K/V history, for one KV head and the query heads that share it
-// (GQA). The history is converted to f32 once per call and shared by every
-// query row of the chunk; each row then runs an online softmax (running max
-// and sum, flash-attention style) over 16 positions at a time. K blocks are
-// stored transposed ([head dims][block_size]), so 16 scores are one vector
-// FMA per head dimension. Compiled per CPU target like the matmul kernels.
+// (GQA). Each query row reads K/V in F16 straight from the cache blocks (every
+// value loaded serves all the heads of the group) in three passes: scores for
+// all visible positions (K blocks are stored transposed, [head dims][block
+// size], so 16 scores are one vector FMA per head dimension), softmax, then
+// the weighted sum of V rows. A row's arithmetic depends only on that row, so
+// a sequence's outputs are bitwise the same however its tokens are chunked
+// or batched. Compiled per CPU target like the matmul kernels.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +37,8 @@ struct AttentionChunk {
   int64_t v_row_stride = 0;
 };
 
-// Floats of scratch one call needs: the f32 copy of n_ctx positions of K/V.
+// Floats of scratch one call needs: scores of up to 8 heads over n_ctx
+// positions, or (head dims not a multiple of 16) an f32 copy of K/V.
 int64_t AttentionScratchFloats(int64_t n_ctx, int head_dim, int block_size);
 
 // `scratch` holds AttentionScratchFloats(first_pos + n_tokens, head_dim,
