@@ -21,6 +21,7 @@ struct LlamaModel::Scratch {
     int32_t seq, kv_head, t0, n;
   };
   std::vector<AttnItem> attn_items;
+  std::vector<int32_t> tok_seq;            // batch sequence of each token
   std::vector<std::vector<float>> scores;  // per thread, context-sized
   MatMulScratch mm;
 
@@ -40,6 +41,7 @@ struct LlamaModel::Scratch {
       rope_sin.resize(n * (c.rope_dim / 2));
       logit_in.resize(n * c.d_model);
       pos.resize(n);
+      tok_seq.resize(n);
     }
     if (static_cast<int>(scores.size()) < n_threads) scores.resize(n_threads);
   }
@@ -267,8 +269,16 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
   const int half = cfg_.rope_dim / 2;
   const int bs = kv.shape().block_size;
 
-  for (const auto& seq : batch.seqs)
-    for (int32_t i = 0; i < seq.n_tokens; ++i) s.pos[seq.token_begin + i] = seq.pos_begin + i;
+  for (size_t si = 0; si < batch.seqs.size(); ++si) {
+    const BatchSequence& seq = batch.seqs[si];
+    for (int32_t i = 0; i < seq.n_tokens; ++i) {
+      s.pos[seq.token_begin + i] = seq.pos_begin + i;
+      s.tok_seq[seq.token_begin + i] = static_cast<int32_t>(si);
+    }
+  }
+  // Per-token work (norms, RoPE, K/V stores, SwiGLU) split over the pool by
+  // token ranges; each token's arithmetic is the same however it is split.
+  auto per_token = [&](auto&& fn) { pool.ParallelFor(n, 1, fn); };
 
   // Embeddings and the RoPE table (shared by every layer and head).
   const int64_t emb_row = RowBytes(tok_embd_type_, d);
@@ -283,33 +293,38 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
 
   for (int l = 0; l < cfg_.n_layers; ++l) {
     const Layer& L = layers_[l];
-    RmsNorm(s.x.data(), L.attn_norm, s.xn.data(), n, d, cfg_.rms_eps);
+    per_token([&](int64_t b, int64_t e) {
+      RmsNorm(&s.x[b * d], L.attn_norm, &s.xn[b * d], e - b, d, cfg_.rms_eps);
+    });
     MatMul(L.wq, s.xn.data(), d, n, s.q.data(), q_dim, pool, s.mm);
     MatMul(L.wk, s.xn.data(), d, n, s.k.data(), kv_dim, pool, s.mm);
     MatMul(L.wv, s.xn.data(), d, n, s.v.data(), kv_dim, pool, s.mm);
-    RopeNorm(s.q.data(), n, cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, s.rope_cos.data(),
-             s.rope_sin.data());
-    RopeNorm(s.k.data(), n, cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, s.rope_cos.data(),
-             s.rope_sin.data());
-    for (const auto& seq : batch.seqs) {
-      for (int32_t i = 0; i < seq.n_tokens; ++i) {
-        const int64_t t = seq.token_begin + i;
+    per_token([&](int64_t b, int64_t e) {
+      RopeNorm(&s.q[b * q_dim], e - b, cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim,
+               &s.rope_cos[b * half], &s.rope_sin[b * half]);
+      RopeNorm(&s.k[b * kv_dim], e - b, cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim,
+               &s.rope_cos[b * half], &s.rope_sin[b * half]);
+      for (int64_t t = b; t < e; ++t) {
         const int32_t p = s.pos[t];
-        const int32_t block = seq.block_table[p / bs];
+        const int32_t block = batch.seqs[s.tok_seq[t]].block_table[p / bs];
         const int slot = p % bs;
         uint16_t* kb = kv.KBlock(l, block);  // [kv_dim][bs]: K transposed
-        for (int e = 0; e < kv_dim; ++e)
-          kb[int64_t{e} * bs + slot] = FloatToHalf(s.k[t * kv_dim + e]);
+        for (int e2 = 0; e2 < kv_dim; ++e2)
+          kb[int64_t{e2} * bs + slot] = FloatToHalf(s.k[t * kv_dim + e2]);
         F32ToF16Row(&s.v[t * kv_dim], kv.VBlock(l, block) + int64_t{slot} * kv_dim, kv_dim);
       }
-    }
+    });
     Attention(l, batch, s.pos, kv, pool);
     MatMul(L.wo, s.attn.data(), q_dim, n, s.tmp.data(), d, pool, s.mm);
     AddInPlace(s.x.data(), s.tmp.data(), n * d);
-    RmsNorm(s.x.data(), L.ffn_norm, s.xn.data(), n, d, cfg_.rms_eps);
+    per_token([&](int64_t b, int64_t e) {
+      RmsNorm(&s.x[b * d], L.ffn_norm, &s.xn[b * d], e - b, d, cfg_.rms_eps);
+    });
     MatMul(L.w_gate, s.xn.data(), d, n, s.gate.data(), cfg_.d_ff, pool, s.mm);
     MatMul(L.w_up, s.xn.data(), d, n, s.up.data(), cfg_.d_ff, pool, s.mm);
-    SiluMul(s.gate.data(), s.up.data(), n * cfg_.d_ff);
+    per_token([&](int64_t b, int64_t e) {
+      SiluMul(&s.gate[b * cfg_.d_ff], &s.up[b * cfg_.d_ff], (e - b) * cfg_.d_ff);
+    });
     MatMul(L.w_down, s.gate.data(), cfg_.d_ff, n, s.tmp.data(), d, pool, s.mm);
     AddInPlace(s.x.data(), s.tmp.data(), n * d);
   }
