@@ -22,6 +22,9 @@ import sys
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import batching_bound  # noqa: E402
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 BRISK = os.environ.get("BRISK_BIN", str(REPO / "build" / "brisk"))
 OUT = REPO / "bench" / "results" / "serve_scenarios"
@@ -102,6 +105,7 @@ def scheduler(threads):
         "outputs median 24, sigma 1.5": ["--output-len", "24", "--output-spread", "1.5"],
     }
     lines = []
+    curve = None
     for wname, wargs in workloads.items():
         lines += [f"\nWorkload: prompts lognormal median 160 (sigma 0.8) in 16..1024, {wname} "
                   "in 8..512; 96 requests, 32 concurrent users (closed loop).\n",
@@ -122,6 +126,19 @@ def scheduler(threads):
         ratio = (results["continuous"]["summary"]["total_token_throughput"]
                  / results["static"]["summary"]["total_token_throughput"])
         lines.append(f"\nContinuous / static total-token throughput: **{ratio:.2f}x**")
+        # What a perfect scheduler could reach on this engine (bench/batching_bound.py).
+        reqs = [(r["prompt_tokens"], r["output_tokens"]) for r in
+                sorted(results["continuous"]["requests"], key=lambda r: r["index"])
+                if r["status"] == "ok"]
+        if curve is None:
+            curve = batching_bound.measure_curve(threads)
+        b = batching_bound.bound(reqs, 32, curve)
+        lines.append(f"\nCost-model bound for these requests (`bench/batching_bound.py`): "
+                     f"{b['measured']['ratio']:.2f}x on this engine's measured step costs, "
+                     f"{b['flat']['ratio']:.2f}x if a decode step cost the same at any batch size.")
+    lines.append("\nEngine speeds the bound used (`brisk bench-model`): prefill %.0f tok/s; "
+                 "decode tok/s at B=1,2,4,8,16,32: %s." % (
+                     curve["pp"], ", ".join("%.0f" % curve["tg"][l] for l in batching_bound.LEVELS)))
     return "\n".join(lines)
 
 

@@ -294,14 +294,26 @@ SchedulerOutput Scheduler::Schedule(double now_s) {
     }
   }
 
-  // Admission. Static batching admits only when the previous batch is done.
+  // Admission. Static batching admits only when the previous batch is done,
+  // and then forms the whole batch at once (up to max_concurrent_sequences):
+  // members whose prompts do not fit this step's budget join the batch now
+  // and prefill in the next steps, so a batch is not cut to one step's tokens.
   const bool may_admit = opts_.continuous_batching || running_.empty();
   if (may_admit) {
     SortByRank(waiting_, now_s);
     const std::vector<SeqState*> snapshot = waiting_;
     for (SeqState* s : snapshot) {
-      if (budget <= 0) break;
       if (s->status != SeqStatus::kWaiting) continue;
+      if (budget <= 0) {
+        if (opts_.continuous_batching ||
+            static_cast<int>(running_.size()) >= opts_.max_concurrent_sequences)
+          break;
+        std::erase(waiting_, s);
+        --num_waiting_[static_cast<int>(s->priority)];
+        s->status = SeqStatus::kRunning;
+        running_.push_back(s);
+        continue;
+      }
       if (static_cast<int>(running_.size()) >= opts_.max_concurrent_sequences) {
         // Interactive work takes the slot of a lower-priority sequence.
         SeqState* victim = opts_.continuous_batching

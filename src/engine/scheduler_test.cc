@@ -365,6 +365,28 @@ TEST(SchedulerTest, StaticBatchingWaitsForTheWholeBatch) {
   sim.RunAll();
 }
 
+// A static batch is everything waiting (up to max_concurrent_sequences),
+// even when the prompts take several steps of the token budget to prefill;
+// nothing joins until the whole batch is done.
+TEST(SchedulerTest, StaticBatchFillsPastOneStepsBudget) {
+  SchedulerOptions o = Opts(16, 4);
+  o.continuous_batching = false;
+  Sim sim(o, 256);
+  for (int64_t id = 1; id <= 6; ++id)
+    sim.Add(MakeSeq(id, 10, Priority::kInteractive, 0.001 * id, 100 * id), id == 1 ? 20 : 3);
+  sim.Step();
+  EXPECT_EQ(sim.sched.stats().running[0] + sim.sched.stats().running[1], 4);
+  int first_batch_steps = 0;
+  while (sim.sched.Find(1) != nullptr) {
+    for (int64_t id = 5; id <= 6; ++id) EXPECT_EQ(sim.sched.Find(id)->status, SeqStatus::kWaiting);
+    sim.Step();
+    ++first_batch_steps;
+  }
+  EXPECT_GE(first_batch_steps, 19);
+  sim.RunAll();
+  for (int64_t id = 1; id <= 6; ++id) EXPECT_EQ(sim.outputs[id].size(), id == 1 ? 20u : 3u);
+}
+
 TEST(SchedulerTest, ContinuousBatchingAdmitsAsSoonAsASlotFrees) {
   Sim sim(Opts(64, 2), 64);
   sim.Add(MakeSeq(1, 3, Priority::kInteractive, 0.0), 2);
