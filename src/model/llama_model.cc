@@ -296,9 +296,9 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
     per_token([&](int64_t b, int64_t e) {
       RmsNorm(&s.x[b * d], L.attn_norm, &s.xn[b * d], e - b, d, cfg_.rms_eps);
     });
-    MatMul(L.wq, s.xn.data(), d, n, s.q.data(), q_dim, pool, s.mm);
-    MatMul(L.wk, s.xn.data(), d, n, s.k.data(), kv_dim, pool, s.mm);
-    MatMul(L.wv, s.xn.data(), d, n, s.v.data(), kv_dim, pool, s.mm);
+    const MatMulOut qkv[] = {
+        {&L.wq, s.q.data(), q_dim}, {&L.wk, s.k.data(), kv_dim}, {&L.wv, s.v.data(), kv_dim}};
+    MatMulFused(qkv, s.xn.data(), d, n, pool, s.mm);
     per_token([&](int64_t b, int64_t e) {
       RopeNorm(&s.q[b * q_dim], e - b, cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim,
                &s.rope_cos[b * half], &s.rope_sin[b * half]);
@@ -320,8 +320,9 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
     per_token([&](int64_t b, int64_t e) {
       RmsNorm(&s.x[b * d], L.ffn_norm, &s.xn[b * d], e - b, d, cfg_.rms_eps);
     });
-    MatMul(L.w_gate, s.xn.data(), d, n, s.gate.data(), cfg_.d_ff, pool, s.mm);
-    MatMul(L.w_up, s.xn.data(), d, n, s.up.data(), cfg_.d_ff, pool, s.mm);
+    const MatMulOut gate_up[] = {{&L.w_gate, s.gate.data(), cfg_.d_ff},
+                                 {&L.w_up, s.up.data(), cfg_.d_ff}};
+    MatMulFused(gate_up, s.xn.data(), d, n, pool, s.mm);
     per_token([&](int64_t b, int64_t e) {
       SiluMul(&s.gate[b * cfg_.d_ff], &s.up[b * cfg_.d_ff], (e - b) * cfg_.d_ff);
     });

@@ -2,6 +2,7 @@
 // activations once per call, split rows across threads.
 #include "tensor/kernels.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -59,19 +60,29 @@ int ZeroPoint(int kind) {
 
 int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-// Runs one matmul with `table`. `w` is GGUF rows (row_bytes apart), or
-// packed panels when `packed` (then rows are split in whole panels).
-void Run(const KernelTable& table, int kind, const uint8_t* w, int64_t row_bytes, bool packed,
-         int64_t rows, int64_t k, const float* x, int64_t ldx, int64_t n_tokens, float* y,
-         int64_t ldy, ThreadPool& pool, MatMulScratch& scratch) {
-  if (rows <= 0 || n_tokens <= 0) return;
+// One weight of a (possibly fused) matmul: GGUF rows (row_bytes apart) or
+// packed panels, and where its outputs go.
+struct Part {
+  const uint8_t* w = nullptr;
+  int64_t row_bytes = 0;
+  int64_t rows = 0;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+
+// Runs matmuls with `table` that share the weight kind, k, layout (`packed`:
+// whole panels) and input x: x is quantized once, then one parallel region
+// splits the parts' rows, concatenated, into contiguous runs per thread. A
+// row's arithmetic does not depend on how rows are split.
+void RunParts(const KernelTable& table, int kind, bool packed, int64_t k, const float* x,
+              int64_t ldx, int64_t n_tokens, const Part* parts, int n_parts, ThreadPool& pool,
+              MatMulScratch& scratch) {
+  if (n_tokens <= 0) return;
   const int n_threads = pool.size();
   const int64_t tmp_bytes = AlignUp(BRISK_MATMUL_TMP_BYTES(k, n_tokens), 64);
   MatMulTask base;
-  base.row_bytes = row_bytes;
   base.k = k;
   base.n_tokens = n_tokens;
-  base.ldy = ldy;
   const bool quantized = !IsFloatKind(kind);
   const int G = GroupSize(kind);
   const int64_t nb = k / G, q_stride = AlignUp(k, 64);
@@ -103,25 +114,44 @@ void Run(const KernelTable& table, int kind, const uint8_t* w, int64_t row_bytes
   }
   // Threads take contiguous runs of `grain` rows, so each streams its own rows.
   const int64_t grain = table.panel_rows > 1 ? table.panel_rows : 4;
-  const int64_t units = (rows + grain - 1) / grain;
+  int64_t units = 0;
+  for (int i = 0; i < n_parts; ++i) units += (parts[i].rows + grain - 1) / grain;
   const int64_t panel_bytes = packed ? table.packed_panel_bytes(kind, k) : 0;
   const MatMulFn fn = packed ? table.matmul_packed[kind] : table.matmul[kind];
   auto task = [&](int t, int nt) {
-    int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
-    int64_t r0 = u0 * grain, r1 = u1 * grain < rows ? u1 * grain : rows;
-    if (r0 >= r1) return;
-    MatMulTask mt = base;
-    mt.rows = r1 - r0;
-    mt.w = packed ? w + u0 * panel_bytes : w + r0 * row_bytes;
-    mt.y = y + r0;
-    mt.tmp = buf + act_bytes + tmp_bytes * t;
-    fn(&mt);
+    const int64_t g0 = units * t / nt, g1 = units * (t + 1) / nt;
+    int64_t first = 0;  // global index of the part's first unit
+    for (int i = 0; i < n_parts && first < g1; ++i) {
+      const Part& p = parts[i];
+      const int64_t n_units = (p.rows + grain - 1) / grain;
+      const int64_t u0 = std::max<int64_t>(g0 - first, 0);
+      const int64_t u1 = std::min<int64_t>(g1 - first, n_units);
+      first += n_units;
+      const int64_t r0 = u0 * grain, r1 = std::min(u1 * grain, p.rows);
+      if (r0 >= r1) continue;
+      MatMulTask mt = base;
+      mt.row_bytes = p.row_bytes;
+      mt.ldy = p.ldy;
+      mt.rows = r1 - r0;
+      mt.w = packed ? p.w + u0 * panel_bytes : p.w + r0 * p.row_bytes;
+      mt.y = p.y + r0;
+      mt.tmp = buf + act_bytes + tmp_bytes * t;
+      fn(&mt);
+    }
   };
   if (n_threads == 1 || units < 2) {
     task(0, 1);
   } else {
     pool.Run(task);
   }
+}
+
+void Run(const KernelTable& table, int kind, const uint8_t* w, int64_t row_bytes, bool packed,
+         int64_t rows, int64_t k, const float* x, int64_t ldx, int64_t n_tokens, float* y,
+         int64_t ldy, ThreadPool& pool, MatMulScratch& scratch) {
+  if (rows <= 0) return;
+  const Part part{w, row_bytes, rows, y, ldy};
+  RunParts(table, kind, packed, k, x, ldx, n_tokens, &part, 1, pool, scratch);
 }
 
 void RunRaw(const KernelTable& table, DType wtype, const void* w, int64_t rows, int64_t k,
@@ -239,6 +269,34 @@ void MatMul(const MatMulWeight& w, const float* x, int64_t ldx, int64_t n_tokens
 void MatMul(const MatMulWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatMulScratch& scratch) {
   MatMulWith(Active(), w, x, w.k, n_tokens, y, w.rows, pool, scratch);
+}
+
+void MatMulFused(std::span<const MatMulOut> outs, const float* x, int64_t ldx, int64_t n_tokens,
+                 ThreadPool& pool, MatMulScratch& scratch) {
+  if (outs.empty()) return;
+  const KernelTable& table = Active();
+  const MatMulWeight& w0 = *outs[0].w;
+  const bool packed = w0.packed != nullptr && w0.packed_for == &table;
+  bool same = outs.size() <= 8;
+  for (const MatMulOut& o : outs) {
+    const bool p = o.w->packed != nullptr && o.w->packed_for == &table;
+    same = same && o.w->type == w0.type && o.w->k == w0.k && p == packed;
+  }
+  if (!same) {  // mixed types or layouts: one matmul each
+    for (const MatMulOut& o : outs) MatMul(*o.w, x, ldx, n_tokens, o.y, o.ldy, pool, scratch);
+    return;
+  }
+  Part parts[8];
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const MatMulWeight& w = *outs[i].w;
+    parts[i].w = packed ? w.packed.get() : static_cast<const uint8_t*>(w.gguf);
+    parts[i].row_bytes = packed ? 0 : RowBytes(w.type, w.k);
+    parts[i].rows = w.rows;
+    parts[i].y = outs[i].y;
+    parts[i].ldy = outs[i].ldy;
+  }
+  RunParts(table, KindOf(w0.type), packed, w0.k, x, ldx, n_tokens, parts,
+           static_cast<int>(outs.size()), pool, scratch);
 }
 
 float DotF16F32(const uint16_t* a, const float* b, int64_t n) {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "tensor/dtype.h"
@@ -85,6 +86,19 @@ void MatMul(const MatMulWeight& w, const float* x, int64_t ldx, int64_t n_tokens
 // Dense form: ldx = k, ldy = rows.
 void MatMul(const MatMulWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatMulScratch& scratch);
+
+// Several weights with the same k applied to the same x in one pass:
+// outs[i].y[t*outs[i].ldy + r] = sum_j outs[i].w[r][j] * x[t*ldx + j]. x is
+// quantized once and one parallel region covers every weight's rows (q/k/v,
+// gate/up). Results are bitwise those of separate MatMul calls. Weights of
+// different types or layouts (or more than 8) fall back to one call each.
+struct MatMulOut {
+  const MatMulWeight* w = nullptr;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+void MatMulFused(std::span<const MatMulOut> outs, const float* x, int64_t ldx, int64_t n_tokens,
+                 ThreadPool& pool, MatMulScratch& scratch);
 
 // Raw-pointer form (GGUF layout, no repacking):
 // y[t*rows + r] = sum_i W[r][i] * x[t*k + i] for r < rows, t < n_tokens.

@@ -381,5 +381,43 @@ TEST(MatMul, StridedOutputAndPublicEntryPoints) {
   EXPECT_FALSE(PrepareMatMulWeight(DType::kQ5_0, w.data(), rows, 32).ok());
 }
 
+// Fused matmuls (q/k/v, gate/up) give bitwise what one call per weight
+// gives, packed or not, with odd row counts, and with mixed types (fallback).
+TEST(MatMul, FusedEqualsSeparateCalls) {
+  std::mt19937 rng(9);
+  ThreadPool pool(2);
+  MatMulScratch scratch;
+  const int64_t k = 128;
+  for (bool repack : {true, false}) {
+    for (int64_t n : {1, 5, 40}) {
+      for (DType second : {DType::kQ4_1, DType::kQ8_0}) {
+        const int64_t rows[] = {72, 24, 37};
+        const DType types[] = {DType::kQ4_1, second, DType::kQ4_1};
+        std::vector<std::vector<uint8_t>> raw;
+        std::vector<MatMulWeight> ws;
+        for (int i = 0; i < 3; ++i) {
+          raw.push_back(RandomWeights(types[i], rows[i], k, rng));
+          auto w = PrepareMatMulWeight(types[i], raw.back().data(), rows[i], k, repack);
+          ASSERT_TRUE(w.ok());
+          ws.push_back(*w);
+        }
+        auto x = RandomFloats(k * n, rng);
+        std::vector<std::vector<float>> fused(3), single(3);
+        std::vector<MatMulOut> outs;
+        for (int i = 0; i < 3; ++i) {
+          fused[i].assign(rows[i] * n, -1.f);
+          single[i].assign(rows[i] * n, -2.f);
+          MatMul(ws[i], x.data(), n, single[i].data(), pool, scratch);
+          outs.push_back({&ws[i], fused[i].data(), rows[i]});
+        }
+        MatMulFused(outs, x.data(), k, n, pool, scratch);
+        for (int i = 0; i < 3; ++i)
+          EXPECT_EQ(0, std::memcmp(fused[i].data(), single[i].data(), fused[i].size() * 4))
+              << "weight " << i << " n=" << n << " repack=" << repack;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace brisk
