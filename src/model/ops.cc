@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "tensor/elementwise.h"
+
 namespace brisk {
 
 void RmsNorm(const float* x, const float* w, float* y, int64_t n, int d, float eps) {
@@ -32,9 +34,7 @@ void RopeNorm(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, cons
   }
 }
 
-void SiluMul(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.f + std::exp(-gate[i])) * up[i];
-}
+void SiluMul(float* gate, const float* up, int64_t n) { SiluMulF32(gate, up, n); }
 
 void AddInPlace(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];

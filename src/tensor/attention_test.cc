@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tensor/cpu_features.h"
+#include "tensor/elementwise.h"
 #include "tensor/kernels.h"
 
 namespace brisk {
@@ -115,6 +116,32 @@ TEST(AttentionTest, EveryVariantMatchesReference) {
                         {1, 300, 1, 256, 16}};
   for (auto fn : fns)
     for (const auto& c : cases) RunCase(c, fn);
+}
+
+// SwiGLU's silu(g) * u: every variant within float rounding of double math,
+// over the whole range (large |g| included) and with a short tail.
+TEST(ElementwiseTest, SiluMulMatchesReference) {
+  std::vector<void (*)(float*, const float*, int64_t)> fns = {elementwise_internal::SiluMulScalar};
+  if (GetCpuFeatures().avx2) fns.push_back(elementwise_internal::SiluMulAvx2);
+  if (GetCpuFeatures().avx512) fns.push_back(elementwise_internal::SiluMulAvx512);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.f, 4.f);
+  std::vector<float> g(1000), u(g.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    g[i] = nd(rng);
+    u[i] = nd(rng);
+  }
+  g[0] = 0.f, g[1] = -0.f, g[2] = 100.f, g[3] = -100.f, g[4] = 1e30f, g[5] = -1e30f;
+  for (auto fn : fns) {
+    for (int64_t n : {int64_t{1000}, int64_t{7}}) {
+      std::vector<float> out(g.begin(), g.begin() + n);
+      fn(out.data(), u.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double x = g[i], want = x / (1.0 + std::exp(-x)) * u[i];
+        EXPECT_NEAR(out[i], want, 2e-6 * std::fabs(want) + 1e-30) << "g=" << g[i];
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,15 @@
+// The element-wise kernels compiled for avx512 (flags from CMakeLists.txt).
+#include <cstdint>
+
+#include "tensor/elementwise.h"
+
+namespace brisk {
+namespace {
+#include "tensor/elementwise_impl.inc"
+}  // namespace
+
+namespace elementwise_internal {
+void SiluMulAvx512(float* gate, const float* up, int64_t n) { SiluMulImpl(gate, up, n); }
+}  // namespace elementwise_internal
+
+}  // namespace brisk
