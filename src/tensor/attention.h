@@ -1,12 +1,13 @@
 // Causal attention of a chunk of query tokens of one sequence against its
 // paged F16 K/V history, for one KV head and the query heads that share it
-// (GQA). Each query row reads K/V in F16 straight from the cache blocks (every
-// value loaded serves all the heads of the group) in three passes: scores for
-// all visible positions (K blocks are stored transposed, [head dims][block
-// size], so 16 scores are one vector FMA per head dimension), softmax, then
-// the weighted sum of V rows. A row's arithmetic depends only on that row, so
-// a sequence's outputs are bitwise the same however its tokens are chunked
-// or batched. Compiled per CPU target like the matmul kernels.
+// (GQA). Query rows, two at a time, read K/V in F16 straight from the cache
+// blocks (every value loaded serves both rows and all heads of the group) in
+// three passes: scores for all visible positions (K blocks are stored
+// transposed, [head dims][block size], so 16 scores are one vector FMA per
+// head dimension), softmax, then the weighted sum of V rows. A row's
+// arithmetic depends only on that row, so a sequence's outputs are bitwise
+// the same however its tokens are chunked or batched. Compiled per CPU target
+// like the matmul kernels.
 #pragma once
 
 #include <cstdint>
