@@ -1,6 +1,5 @@
 #include "tensor/attention.h"
 
-#include <cstdlib>
 #include <cstring>
 
 #include "tensor/cpu_features.h"
@@ -16,15 +15,11 @@ namespace {
 using AttentionFn = void (*)(const AttentionChunk&, float*);
 
 AttentionFn Select() {
-#if defined(__x86_64__)
-  const char* force = std::getenv("BRISK_KERNELS");
-  const bool has512 = GetCpuFeatures().avx512;
-  const bool has2 = GetCpuFeatures().avx2;
-  if (force && std::strcmp(force, "scalar") == 0) return attention_internal::AttentionScalar;
-  if (force && std::strcmp(force, "avx2") == 0 && has2) return attention_internal::AttentionAvx2;
-  if (has512) return attention_internal::AttentionAvx512;
-  if (has2) return attention_internal::AttentionAvx2;
-#endif
+  switch (SelectedKernelIsa()) {
+    case KernelIsa::kAvx512: return attention_internal::AttentionAvx512;
+    case KernelIsa::kAvx2: return attention_internal::AttentionAvx2;
+    case KernelIsa::kScalar: break;
+  }
   return attention_internal::AttentionScalar;
 }
 }  // namespace

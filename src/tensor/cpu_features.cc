@@ -1,5 +1,8 @@
 #include "tensor/cpu_features.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -40,6 +43,22 @@ CpuFeatures Detect() {
 const CpuFeatures& GetCpuFeatures() {
   static const CpuFeatures f = Detect();
   return f;
+}
+
+KernelIsa SelectedKernelIsa() {
+  static const KernelIsa isa = [] {
+    const CpuFeatures& f = GetCpuFeatures();
+    const char* force = std::getenv("BRISK_KERNELS");
+    if (force != nullptr) {
+      if (std::strcmp(force, "scalar") == 0) return KernelIsa::kScalar;
+      if (std::strcmp(force, "avx2") == 0 && f.avx2) return KernelIsa::kAvx2;
+      if (std::strcmp(force, "avx512") == 0 && f.avx512) return KernelIsa::kAvx512;
+    }
+    if (f.avx512) return KernelIsa::kAvx512;
+    if (f.avx2) return KernelIsa::kAvx2;
+    return KernelIsa::kScalar;
+  }();
+  return isa;
 }
 
 }  // namespace brisk

@@ -11,4 +11,10 @@ struct CpuFeatures {
 
 const CpuFeatures& GetCpuFeatures();
 
+// The kernel variant every dispatcher (matmul, attention, element-wise) uses:
+// BRISK_KERNELS=scalar|avx2|avx512 when this CPU can run it, else the widest
+// the CPU has. Read once.
+enum class KernelIsa { kScalar, kAvx2, kAvx512 };
+KernelIsa SelectedKernelIsa();
+
 }  // namespace brisk

@@ -1,6 +1,5 @@
 #include "tensor/elementwise.h"
 
-#include <cstdlib>
 #include <cstring>
 
 #include "tensor/cpu_features.h"
@@ -12,15 +11,11 @@ namespace {
 using SiluMulFn = void (*)(float*, const float*, int64_t);
 
 SiluMulFn Select() {
-#if defined(__x86_64__)
-  const char* force = std::getenv("BRISK_KERNELS");
-  const bool has512 = GetCpuFeatures().avx512;
-  const bool has2 = GetCpuFeatures().avx2;
-  if (force && std::strcmp(force, "scalar") == 0) return elementwise_internal::SiluMulScalar;
-  if (force && std::strcmp(force, "avx2") == 0 && has2) return elementwise_internal::SiluMulAvx2;
-  if (has512) return elementwise_internal::SiluMulAvx512;
-  if (has2) return elementwise_internal::SiluMulAvx2;
-#endif
+  switch (SelectedKernelIsa()) {
+    case KernelIsa::kAvx512: return elementwise_internal::SiluMulAvx512;
+    case KernelIsa::kAvx2: return elementwise_internal::SiluMulAvx2;
+    case KernelIsa::kScalar: break;
+  }
   return elementwise_internal::SiluMulScalar;
 }
 }  // namespace

@@ -17,14 +17,11 @@ bool CpuHasAvx2() { return GetCpuFeatures().avx2; }
 bool CpuHasAvx512() { return GetCpuFeatures().avx512; }
 
 const KernelTable* SelectTable() {
-  const char* force = std::getenv("BRISK_KERNELS");
-  if (force != nullptr) {
-    if (std::strcmp(force, "scalar") == 0) return GetScalarTable();
-    if (std::strcmp(force, "avx2") == 0 && CpuHasAvx2()) return GetAvx2Table();
-    if (std::strcmp(force, "avx512") == 0 && CpuHasAvx512()) return GetAvx512Table();
+  switch (SelectedKernelIsa()) {
+    case KernelIsa::kAvx512: return GetAvx512Table();
+    case KernelIsa::kAvx2: return GetAvx2Table();
+    case KernelIsa::kScalar: break;
   }
-  if (CpuHasAvx512()) return GetAvx512Table();
-  if (CpuHasAvx2()) return GetAvx2Table();
   return GetScalarTable();
 }
 
