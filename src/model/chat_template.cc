@@ -1,8 +1,8 @@
 #include "model/chat_template.h"
 
-#include "model/jinja_interpreter.h"
-#include "model/jinja_parser.h"
-#include "model/jinja_value.h"
+#include "jinja/interpreter.h"
+#include "jinja/parser.h"
+#include "jinja/value.h"
 
 namespace brisk {
 namespace {

@@ -30,7 +30,7 @@
 #include <string>
 #include <string_view>
 
-#include "model/jinja_limits.h"
+#include "jinja/limits.h"
 #include "util/status.h"
 
 namespace brisk {
@@ -44,7 +44,7 @@ struct ChatMessage {
   std::string content;
 };
 
-// Render limits (see model/jinja_limits.h).
+// Render limits (see jinja/limits.h).
 using ChatTemplateOptions = jinja::RenderLimits;
 
 class ChatTemplate {

@@ -1,5 +1,5 @@
 // Internal to the Jinja parser: the recursive-descent parser state shared by
-// jinja_parser.cc (statements) and jinja_expr_parser.cc (expressions).
+// parser.cc (statements) and expr_parser.cc (expressions).
 #pragma once
 
 #include <algorithm>
@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "model/jinja_ast.h"
-#include "model/jinja_lexer.h"
-#include "model/jinja_parser.h"
+#include "jinja/ast.h"
+#include "jinja/lexer.h"
+#include "jinja/parser.h"
 #include "util/status.h"
 
 namespace brisk::jinja {
@@ -102,7 +102,7 @@ class Parser {
     return e;
   }
 
-  // Statements (jinja_parser.cc).
+  // Statements (parser.cc).
   // Parses until a {% tag %} whose name is in `end_tags`; leaves the cursor
   // after that name and stores it in *found. Empty end_tags: until the end.
   Expected<StmtList> ParseBody(std::initializer_list<std::string_view> end_tags,
@@ -125,7 +125,7 @@ class Parser {
 
   Expected<StmtPtr> ParseWith(StmtPtr s);
 
-  // Expressions (jinja_expr_parser.cc).
+  // Expressions (expr_parser.cc).
   bool IsTupleEnd(std::initializer_list<std::string_view> extra_end) const;
 
   // `a` or `a, b, ...` (a tuple). with_condexpr=false leaves `if` to the caller.

@@ -1,6 +1,6 @@
-#include "model/jinja_parser.h"
+#include "jinja/parser.h"
 
-#include "model/jinja_parser_impl.h"
+#include "jinja/parser_impl.h"
 
 namespace brisk::jinja {
 namespace {

@@ -1,16 +1,17 @@
 // The operations, filters, tests, methods and global functions of the Jinja
 // interpreter, with the Python/jinja2 semantics that HF chat templates rely
-// on. Split over jinja_ops.cc (operators, attribute and item access,
-// globals), jinja_filters.cc (filters and tests) and jinja_methods.cc
-// (str/dict/list methods, str.format and % formatting).
+// on. Split over ops.cc (operators, attribute and item access, globals),
+// filters.cc (filters and tests) and methods.cc (str/dict/list methods,
+// str.format and % formatting).
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "model/jinja_ast.h"
-#include "model/jinja_interpreter.h"
-#include "model/jinja_value.h"
+#include "jinja/ast.h"
+#include "jinja/interpreter.h"
+#include "jinja/utf8.h"
+#include "jinja/value.h"
 #include "util/status.h"
 
 namespace brisk::jinja {

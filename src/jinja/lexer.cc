@@ -1,10 +1,12 @@
-#include "model/jinja_lexer.h"
-#include "model/tokenizer_utf8.h"
+#include "jinja/lexer.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
-#include "model/jinja_value.h"
+#include "jinja/utf8.h"
 
 namespace brisk::jinja {
 namespace {
@@ -363,7 +365,7 @@ class Lexer {
           }
           if (cp > 0x10FFFF) return Error(p - 2, "escape out of Unicode range");
           p += n;
-          AppendUtf8(cp, &out);
+          Utf8Append(cp, &out);
           break;
         }
         default:
@@ -372,7 +374,7 @@ class Lexer {
             for (int i = 0; i < 2 && p < src_.size() && src_[p] >= '0' && src_[p] <= '7'; ++i) {
               cp = cp * 8 + (src_[p++] - '0');
             }
-            AppendUtf8(cp, &out);
+            Utf8Append(cp, &out);
           } else {
             out.push_back('\\');  // unknown escapes stay as written
             out.push_back(e);

@@ -1,6 +1,6 @@
-#include "model/jinja_interpreter.h"
+#include "jinja/interpreter.h"
 
-#include "model/jinja_builtins.h"
+#include "jinja/builtins.h"
 
 namespace brisk::jinja {
 

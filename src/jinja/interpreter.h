@@ -1,4 +1,4 @@
-// Jinja interpreter: walks a parsed template (jinja_ast.h) with a context of
+// Jinja interpreter: walks a parsed template (ast.h) with a context of
 // variables and writes the output. Scoping follows jinja2: a for-loop body
 // gets a fresh scope each iteration, `if` does not open one, macros see the
 // template's top-level variables and their parameters, and namespace()
@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "model/jinja_ast.h"
-#include "model/jinja_limits.h"
-#include "model/jinja_value.h"
+#include "jinja/ast.h"
+#include "jinja/limits.h"
+#include "jinja/value.h"
 #include "util/status.h"
 
 namespace brisk::jinja {

@@ -1,8 +1,8 @@
-// Operators, attribute/item access and global functions (jinja_builtins.h).
+// Operators, attribute/item access and global functions (builtins.h).
 #include <cmath>
 #include <ctime>
 
-#include "model/jinja_builtins.h"
+#include "jinja/builtins.h"
 
 namespace brisk::jinja {
 

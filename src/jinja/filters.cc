@@ -1,11 +1,11 @@
-// Filters and tests (jinja_builtins.h). Semantics follow jinja2 3.x; tojson
+// Filters and tests (builtins.h). Semantics follow jinja2 3.x; tojson
 // is HF transformers' override: json.dumps(x, ensure_ascii=False, indent=...,
 // separators=..., sort_keys=...), no HTML escaping.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 
-#include "model/jinja_builtins.h"
+#include "jinja/builtins.h"
 
 namespace brisk::jinja {
 namespace {

@@ -1,8 +1,8 @@
-// Expression half of the Jinja parser (jinja_parser_impl.h): jinja2's
+// Expression half of the Jinja parser (parser_impl.h): jinja2's
 // precedence, lowest first: `x if c else y`, or, and, not, comparisons and
 // `in` (chained), + -, ~, * / // %, **, unary - +, then primaries with
 // postfix `.attr`, `[i]`, `[a:b:c]`, `(args)`, filters `| f` and tests `is t`.
-#include "model/jinja_parser_impl.h"
+#include "jinja/parser_impl.h"
 
 namespace brisk::jinja {
 

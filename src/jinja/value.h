@@ -1,4 +1,4 @@
-// Runtime values of the Jinja interpreter (chat_template.h), with the Python
+// Runtime values of the Jinja interpreter (interpreter.h), with the Python
 // semantics Jinja templates are written against: str() and repr() text,
 // truthiness, ==, ordering, len(), and json.dumps as HF transformers calls it
 // (ensure_ascii=False). Lists and dicts are immutable once built, as in HF's
@@ -21,7 +21,7 @@
 namespace brisk::jinja {
 
 class Value;
-struct Callable;  // jinja_interpreter.h
+struct Callable;  // interpreter.h
 
 // Deepest nesting of lists/dicts a value may have (JSON context or built by
 // a template). Keeps every recursive walk (printing, ==, tojson, destruction)
@@ -170,19 +170,5 @@ struct JsonOptions {
 // json.dumps(v, ensure_ascii=False, ...). Undefined, namespaces and callables
 // are not serializable; output stops growing past max_bytes (an error).
 Status ToJson(const Value& v, const JsonOptions& opts, size_t max_bytes, std::string* out);
-
-// UTF-8 helpers: Python indexes strings by code point.
-size_t Utf8Length(std::string_view s);
-// Byte offsets of each code point, plus s.size() at the end.
-std::vector<size_t> Utf8Offsets(std::string_view s);
-// Decodes the code point at s[i] and its byte length; an invalid byte
-// decodes alone, as U+FFFD.
-uint32_t Utf8Decode(std::string_view s, size_t i, size_t* len);
-// Python str.isspace() for one code point.
-bool IsPyWhitespace(uint32_t cp);
-// Python str.strip()/lstrip()/rstrip() with no argument (Unicode whitespace),
-// or with `chars` (a set of code points).
-std::string PyStrip(std::string_view s, bool left, bool right,
-                    const std::optional<std::string>& chars = std::nullopt);
 
 }  // namespace brisk::jinja

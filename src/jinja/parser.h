@@ -1,12 +1,12 @@
-// Jinja parser: tokens (jinja_lexer.h) -> syntax tree (jinja_ast.h), with
-// jinja2's grammar and operator precedence. Nesting is capped so that neither
-// the parser nor the interpreter can exhaust the stack on hostile input.
+// Jinja parser: tokens (lexer.h) -> syntax tree (ast.h), with jinja2's
+// grammar and operator precedence. Nesting is capped so that neither the
+// parser nor the interpreter can exhaust the stack on hostile input.
 #pragma once
 
 #include <memory>
 #include <string_view>
 
-#include "model/jinja_ast.h"
+#include "jinja/ast.h"
 #include "util/status.h"
 
 namespace brisk::jinja {

@@ -1,6 +1,6 @@
 // Syntax tree of a parsed Jinja template: plain structs, one node type for
 // expressions and one for statements, each with a kind tag. The parser
-// (jinja_parser.h) builds it, the interpreter (jinja_interpreter.h) walks it.
+// (parser.h) builds it, the interpreter (interpreter.h) walks it.
 #pragma once
 
 #include <memory>
@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/jinja_lexer.h"
-#include "model/jinja_value.h"
+#include "jinja/lexer.h"
+#include "jinja/value.h"
 
 namespace brisk::jinja {
 

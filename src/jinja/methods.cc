@@ -1,12 +1,12 @@
 // Python methods of str, dict and list values, str.format and `%`
-// formatting (jinja_builtins.h). Mutating methods are refused, as HF's
+// formatting (builtins.h). Mutating methods are refused, as HF's
 // ImmutableSandboxedEnvironment does.
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 
-#include "model/jinja_builtins.h"
+#include "jinja/builtins.h"
 
 namespace brisk::jinja {
 namespace {
