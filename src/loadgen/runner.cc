@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "loadgen/arrivals.h"
+#include "util/log.h"
 
 namespace brisk::loadgen {
 
@@ -41,9 +42,9 @@ void LogEscaped(std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& ex) {
-    std::fprintf(stderr, "brisk bench: internal error: %s\n", ex.what());
+    log::Error("brisk bench: internal error: {}", ex.what());
   } catch (...) {
-    std::fprintf(stderr, "brisk bench: internal error\n");
+    log::Error("brisk bench: internal error");
   }
 }
 

@@ -1,305 +1,38 @@
 #include "server/config.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <map>
-#include <sstream>
+
+#include "server/config_yaml.h"
+#include "util/log.h"
 
 namespace brisk {
 
 namespace {
+
+using config_yaml::Describe;
+using config_yaml::Field;
+using config_yaml::LineOf;
+using config_yaml::Loc;
+using config_yaml::ParseFiniteDouble;
+using config_yaml::ParseInt64;
+using config_yaml::Reader;
+using config_yaml::Section;
+using config_yaml::Trim;
 
 constexpr std::string_view kPrecisions[] = {"native", "f32",  "f16",  "bf16", "q8_0",
                                             "q4_0",   "int8", "int4", "fp8"};
 
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
 constexpr int64_t kMaxConfigFileBytes = int64_t{16} << 20;
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// Whole string is a decimal integer (optional sign).
-bool ParseInt64(std::string_view s, int64_t* out) {
-  if (s.starts_with('+')) s.remove_prefix(1);
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-// Whole string is a finite decimal number ("10", "2.5", "1e-3").
-bool ParseFiniteDouble(std::string_view s, double* out) {
-  if (s.starts_with('+')) s.remove_prefix(1);
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*out);
-}
-
-// Classic edit distance, for "did you mean".
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// How a node looks, for "got ..." in messages.
-std::string Describe(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Sequence: return "a sequence";
-    case YAML::NodeType::Scalar: return fmt::format("'{}'", n.Scalar());
-    default: return "nothing";
-  }
-}
-
-int LineOf(const YAML::Node& n, int fallback) {
-  int line = n.Mark().line;
-  return line >= 0 ? line + 1 : fallback;
-}
-
-// Where a value sits: its dotted path for messages and the 1-based line of
-// its key (a null value's own mark points at the next line).
-struct Loc {
-  std::string path;
-  int line;
-};
-
-using Handler = std::function<Status(const YAML::Node& value, const Loc& at)>;
-
-struct Field {
-  std::string_view name;
-  Handler read;
-};
-
-struct Section {
-  std::string_view name;
-  std::vector<Field> fields;
-};
-
-// Reads YAML nodes into typed fields, turning every problem into a
-// "file:line: path: message" Status. Remembers the line of each key set, for
-// checks that involve two keys.
-class Reader {
- public:
-  explicit Reader(std::string_view file) : file_(file) {}
-
-  template <typename... Args>
-  Status Error(int line, fmt::format_string<Args...> f, Args&&... args) const {
-    return InvalidArgument("{}:{}: {}", file_, line, fmt::format(f, std::forward<Args>(args)...));
-  }
-
-  // Reads a map whose keys must be `fields`; null means "all defaults".
-  // `path` is "" for the top level. `others` lets an unknown key point at the
-  // section it belongs in.
-  Status ReadMap(const YAML::Node& map, const Loc& at, const std::vector<Field>& fields,
-                 const std::vector<Section>& others) {
-    std::string where =
-        at.path.empty() ? std::string("the top level") : fmt::format("'{}'", at.path);
-    if (map.IsNull()) return Status::Ok();
-    if (!map.IsMap()) {
-      return Error(at.line, "{}: expected a map with keys {}, got {}",
-                   at.path.empty() ? "top level" : at.path, Names(fields), Describe(map));
-    }
-    std::map<std::string, int, std::less<>> seen;
-    // Iterator values are proxies: copy the nodes (they are handles), never
-    // keep references into `it->first`.
-    for (const auto& entry : map) {
-      const YAML::Node key = entry.first;
-      const YAML::Node value = entry.second;
-      int line = LineOf(key, at.line);
-      if (!key.IsScalar()) {
-        return Error(line, "keys in {} must be plain names, got {}", where, Describe(key));
-      }
-      const std::string& name = key.Scalar();
-      if (auto [prev, inserted] = seen.emplace(name, line); !inserted) {
-        return Error(line, "duplicate key '{}' in {} (first at line {})", name, where,
-                     prev->second);
-      }
-      auto f = std::find_if(fields.begin(), fields.end(),
-                            [&](const Field& field) { return field.name == name; });
-      if (f == fields.end()) return UnknownKey(line, name, at.path, where, fields, others);
-      Loc child{at.path.empty() ? name : fmt::format("{}.{}", at.path, name), line};
-      lines_[child.path] = line;
-      RETURN_IF_ERROR(f->read(value, child));
-    }
-    return Status::Ok();
-  }
-
-  // Line of a key that was set, or 0.
-  int LineOfKey(std::string_view path) const {
-    auto it = lines_.find(std::string(path));
-    return it == lines_.end() ? 0 : it->second;
-  }
-
-  // --- Field readers. ---
-
-  Handler Bool(bool* dst) const {
-    return [this, dst](const YAML::Node& v, const Loc& at) -> Status {
-      if (v.IsScalar()) {
-        const std::string& s = v.Scalar();
-        if (s == "true" || s == "True" || s == "TRUE") return *dst = true, Status::Ok();
-        if (s == "false" || s == "False" || s == "FALSE") return *dst = false, Status::Ok();
-      }
-      return Error(at.line, "{}: expected true or false, got {}", at.path, Describe(v));
-    };
-  }
-
-  template <typename T>
-  Handler Int(T* dst, int64_t min, int64_t max) const {
-    return [this, dst, min, max](const YAML::Node& v, const Loc& at) -> Status {
-      std::string kind = min == 1   ? "a positive integer"
-                         : min == 0 ? "a non-negative integer"
-                                    : fmt::format("an integer >= {}", min);
-      int64_t x = 0;
-      if (!v.IsScalar() || !ParseInt64(Trim(v.Scalar()), &x) || x < min) {
-        return Error(at.line, "{}: expected {}, got {}", at.path, kind, Describe(v));
-      }
-      if (x > max) {
-        return Error(at.line, "{}: expected {} no larger than {}, got {}", at.path, kind, max,
-                     Describe(v));
-      }
-      *dst = static_cast<T>(x);
-      return Status::Ok();
-    };
-  }
-
-  Handler PowerOfTwo(int* dst, int max) const {
-    return [this, dst, max](const YAML::Node& v, const Loc& at) -> Status {
-      int64_t x = 0;
-      if (!v.IsScalar() || !ParseInt64(Trim(v.Scalar()), &x) || x < 1 || x > max ||
-          (x & (x - 1)) != 0) {
-        return Error(at.line, "{}: expected a power of two in 1..{}, got {}", at.path, max,
-                     Describe(v));
-      }
-      *dst = static_cast<int>(x);
-      return Status::Ok();
-    };
-  }
-
-  // Seconds; `positive` excludes 0.
-  Handler Seconds(double* dst, bool positive, double max) const {
-    return [this, dst, positive, max](const YAML::Node& v, const Loc& at) -> Status {
-      const char* kind =
-          positive ? "a positive number of seconds" : "a non-negative number of seconds";
-      double x = 0;
-      if (!v.IsScalar() || !ParseFiniteDouble(Trim(v.Scalar()), &x) || x < 0 ||
-          (positive && x == 0)) {
-        return Error(at.line, "{}: expected {}, got {}", at.path, kind, Describe(v));
-      }
-      if (x > max) {
-        return Error(at.line, "{}: expected {} no larger than {}, got {}", at.path, kind, max,
-                     Describe(v));
-      }
-      *dst = x;
-      return Status::Ok();
-    };
-  }
-
-  Handler Bytes(int64_t* dst, int64_t max) const {
-    return [this, dst, max](const YAML::Node& v, const Loc& at) -> Status {
-      if (!v.IsScalar()) {
-        return Error(at.line,
-                     "{}: expected a size in bytes like 536870912, 512MiB or 1.5GB, got {}",
-                     at.path, Describe(v));
-      }
-      Expected<int64_t> n = ParseByteSize(v.Scalar());
-      if (!n.ok()) return Error(at.line, "{}: {}", at.path, n.status().message());
-      if (*n > max) {
-        return Error(at.line, "{}: {} bytes is more than the limit of {} bytes", at.path, *n, max);
-      }
-      *dst = *n;
-      return Status::Ok();
-    };
-  }
-
-  // Null reads as "".
-  Handler String(std::string* dst, bool allow_empty) const {
-    return [this, dst, allow_empty](const YAML::Node& v, const Loc& at) -> Status {
-      if (v.IsNull() || v.IsScalar()) {
-        std::string s = v.IsNull() ? "" : v.Scalar();
-        if (!s.empty() || allow_empty) return *dst = std::move(s), Status::Ok();
-      }
-      return Error(at.line, "{}: expected a{} string, got {}", at.path,
-                   allow_empty ? "" : " non-empty", Describe(v));
-    };
-  }
-
-  Handler OneOf(std::string* dst, std::span<const std::string_view> allowed) const {
-    return [this, dst, allowed](const YAML::Node& v, const Loc& at) -> Status {
-      if (v.IsScalar() && std::find(allowed.begin(), allowed.end(), v.Scalar()) != allowed.end()) {
-        *dst = v.Scalar();
-        return Status::Ok();
-      }
-      if (!v.IsScalar()) {
-        return Error(at.line, "{}: expected one of {}, got {}", at.path, fmt::join(allowed, ", "),
-                     Describe(v));
-      }
-      return Error(at.line, "{}: {} is not one of {}", at.path, Describe(v),
-                   fmt::join(allowed, ", "));
-    };
-  }
-
- private:
-  static std::string Names(const std::vector<Field>& fields) {
-    std::string out;
-    for (const Field& f : fields) {
-      if (!out.empty()) out += ", ";
-      out += f.name;
-    }
-    return out;
-  }
-
-  Status UnknownKey(int line, const std::string& name, const std::string& path,
-                    const std::string& where, const std::vector<Field>& fields,
-                    const std::vector<Section>& others) const {
-    std::string hint;
-    size_t best = name.size() / 3 + 1;  // tolerate ~a third of the name mistyped
-    for (const Field& f : fields) {
-      if (size_t d = EditDistance(name, f.name); d <= best && d <= 3) {
-        best = d;
-        hint = fmt::format("; did you mean '{}'?", f.name);
-      }
-    }
-    if (hint.empty()) {
-      for (const Section& s : others) {
-        if (s.name == path) continue;
-        for (const Field& f : s.fields) {
-          if (f.name == name) hint = fmt::format("; '{}' belongs in '{}'", name, s.name);
-        }
-      }
-    }
-    if (path.empty()) {
-      return Error(line, "unknown top-level key '{}' (allowed: {}){}", name, Names(fields), hint);
-    }
-    return Error(line, "unknown key '{}' in {} (allowed: {}){}", name, where, Names(fields), hint);
-  }
-
-  std::string file_;
-  std::map<std::string, int> lines_;
-};
 
 // The sections with their fields, bound to `c`. Ranges are sanity bounds: they
 // catch typos and unit mistakes, not what a machine can do.
@@ -310,6 +43,7 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
   auto& o = c.response;
   auto& v = c.server;
   auto& l = c.limits;
+  auto& g = c.logging;
   constexpr int64_t kIntMax = 2147483647;
   constexpr double kDay = 86400;
   return {
@@ -363,6 +97,14 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"default_timeout_s", r.Seconds(&l.default_timeout_s, true, 7 * kDay)},
            {"max_timeout_s", r.Seconds(&l.max_timeout_s, true, 7 * kDay)},
            {"max_stop_strings", r.Int(&l.max_stop_strings, 0, 64)},
+           {"max_prompts_per_request", r.Int(&l.max_prompts_per_request, 1, 4096)},
+       }},
+      {"logging",
+       {
+           {"level", r.OneOf(&g.level, log::LevelNames())},
+           {"format", r.OneOf(&g.format, log::FormatNames())},
+           {"access_log", r.Bool(&g.access_log)},
+           {"access_log_path", r.String(&g.access_log_path, false)},
        }},
   };
 }

@@ -1,5 +1,5 @@
 // inference.yaml: the serving profile (model, scheduler, caches, response,
-// server, limits, API keys). docs/config.md describes every key.
+// server, limits, logging, API keys). docs/config.md describes every key.
 //
 // The loader checks YAML syntax, key names, types and ranges, and reports the
 // first problem as "file:line: what is wrong (what is allowed)". It does not
@@ -74,8 +74,18 @@ struct InferenceConfig {
     double default_timeout_s = 600;
     double max_timeout_s = 3600;
     int max_stop_strings = 4;
+    // /v1/completions: prompts in one request (each yields n sequences).
+    int max_prompts_per_request = 64;
     bool operator==(const Limits&) const = default;
   } limits;
+  struct Logging {
+    std::string level = "info";   // one of log::LevelNames(): trace .. off
+    std::string format = "text";  // log line format: text | json
+    bool access_log = true;       // one JSON line per finished request
+    // "-" (or "stdout") = stdout, "stderr" = stderr, else a file (appended).
+    std::string access_log_path = "-";
+    bool operator==(const Logging&) const = default;
+  } logging;
   std::vector<ApiKeyConfig> keys;  // empty = no authentication
   bool operator==(const InferenceConfig&) const = default;
 };

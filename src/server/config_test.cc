@@ -115,6 +115,7 @@ limits:
   default_timeout_s: 30
   max_timeout_s: 30
   max_stop_strings: 0
+logging: {level: debug, format: json, access_log: false, access_log_path: /var/log/brisk.jsonl}
 keys:
   - {key: sk-abc, tenant: acme, feature: search}
   - key_env: BRISK_TEST_KEY_ENV
@@ -151,6 +152,10 @@ keys:
   EXPECT_EQ(c.limits.default_timeout_s, 30);
   EXPECT_EQ(c.limits.max_timeout_s, 30);
   EXPECT_EQ(c.limits.max_stop_strings, 0);
+  EXPECT_EQ(c.logging.level, "debug");
+  EXPECT_EQ(c.logging.format, "json");
+  EXPECT_FALSE(c.logging.access_log);
+  EXPECT_EQ(c.logging.access_log_path, "/var/log/brisk.jsonl");
   ASSERT_EQ(c.keys.size(), 2u);
   EXPECT_EQ(c.keys[0], (ApiKeyConfig{"sk-abc", "acme", "search"}));
   EXPECT_EQ(c.keys[1], (ApiKeyConfig{"sk-from-env", "globex", ""}));
@@ -171,12 +176,59 @@ TEST(ConfigTest, UnknownKey) {
             "drain_grace_s)");
   EXPECT_EQ(ErrorOf("modle: {}\n"),
             "inference.yaml:1: unknown top-level key 'modle' (allowed: model, scheduler, cache, "
-            "response, server, limits, keys); did you mean 'model'?");
+            "response, server, limits, logging, keys); did you mean 'model'?");
   // A key in the wrong place points at where it belongs.
   EXPECT_THAT(ErrorOf("port: 8000\n"), HasSubstr("; 'port' belongs in 'server'"));
   EXPECT_THAT(ErrorOf("scheduler: {prefix_cache: true}\n"),
               HasSubstr("inference.yaml:1: unknown key 'prefix_cache' in 'scheduler'"));
   EXPECT_THAT(ErrorOf("scheduler: {prefix_cache: true}\n"), HasSubstr("belongs in 'cache'"));
+}
+
+TEST(ConfigTest, Logging) {
+  const InferenceConfig defaults;
+  EXPECT_EQ(defaults.logging.level, "info");
+  EXPECT_EQ(defaults.logging.format, "text");
+  EXPECT_TRUE(defaults.logging.access_log);
+  EXPECT_EQ(defaults.logging.access_log_path, "-");
+  EXPECT_EQ(Parse("logging:\n"), defaults);
+
+  for (const char* level : {"trace", "debug", "info", "warn", "error", "off"}) {
+    EXPECT_EQ(Parse(fmt::format("logging: {{level: {}}}\n", level)).logging.level, level);
+  }
+  InferenceConfig c =
+      Parse("logging:\n  format: json\n  access_log: true\n  access_log_path: stderr\n");
+  EXPECT_EQ(c.logging.format, "json");
+  EXPECT_TRUE(c.logging.access_log);
+  EXPECT_EQ(c.logging.access_log_path, "stderr");
+  EXPECT_EQ(Parse("logging: {access_log_path: 'logs/access log.jsonl'}\n").logging.access_log_path,
+            "logs/access log.jsonl");
+
+  EXPECT_EQ(ErrorOf("logging:\n  level: verbose\n"),
+            "inference.yaml:2: logging.level: 'verbose' is not one of trace, debug, info, warn, "
+            "error, off");
+  EXPECT_EQ(ErrorOf("logging: {format: xml}\n"),
+            "inference.yaml:1: logging.format: 'xml' is not one of text, json");
+  EXPECT_EQ(ErrorOf("logging: {level: WARN}\n"),
+            "inference.yaml:1: logging.level: 'WARN' is not one of trace, debug, info, warn, "
+            "error, off");
+  EXPECT_EQ(ErrorOf("logging: {access_log: yes}\n"),
+            "inference.yaml:1: logging.access_log: expected true or false, got 'yes'");
+  EXPECT_EQ(ErrorOf("logging: {access_log_path: ''}\n"),
+            "inference.yaml:1: logging.access_log_path: expected a non-empty string, got ''");
+  EXPECT_EQ(ErrorOf("logging:\n  access_log_path:\n"),
+            "inference.yaml:2: logging.access_log_path: expected a non-empty string, got nothing");
+  EXPECT_EQ(ErrorOf("logging: {level: [info]}\n"),
+            "inference.yaml:1: logging.level: expected one of trace, debug, info, warn, error, "
+            "off, got a sequence");
+  // Unknown keys stay errors, with the usual hints.
+  EXPECT_EQ(ErrorOf("logging:\n  level: info\n  acces_log: false\n"),
+            "inference.yaml:3: unknown key 'acces_log' in 'logging' (allowed: level, format, "
+            "access_log, access_log_path); did you mean 'access_log'?");
+  EXPECT_THAT(ErrorOf("logging: {port: 1}\n"), HasSubstr("; 'port' belongs in 'server'"));
+  EXPECT_THAT(ErrorOf("server: {access_log: false}\n"), HasSubstr("belongs in 'logging'"));
+  EXPECT_THAT(ErrorOf("logging: info\n"),
+              HasSubstr("inference.yaml:1: logging: expected a map with keys level, format, "
+                        "access_log, access_log_path, got 'info'"));
 }
 
 TEST(ConfigTest, PrecisionMustBeKnown) {
@@ -335,7 +387,7 @@ TEST(ConfigTest, SyntaxErrorsNameTheLine) {
 TEST(ConfigTest, TopLevelMustBeAMap) {
   EXPECT_EQ(ErrorOf("- model\n- scheduler\n"),
             "inference.yaml:1: top level: expected a map with keys model, scheduler, cache, "
-            "response, server, limits, keys, got a sequence");
+            "response, server, limits, logging, keys, got a sequence");
   EXPECT_THAT(ErrorOf("just words\n"), HasSubstr("top level: expected a map"));
   EXPECT_THAT(ErrorOf("model: {}\n---\nserver: {}\n"),
               HasSubstr("inference.yaml:3: only one YAML document is allowed"));

@@ -1,0 +1,237 @@
+#include "server/config_yaml.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "server/config.h"
+
+namespace brisk::config_yaml {
+
+namespace {
+
+// Classic edit distance, for "did you mean".
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string Names(const std::vector<Field>& fields) {
+  std::string out;
+  for (const Field& f : fields) {
+    if (!out.empty()) out += ", ";
+    out += f.name;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool ParseInt64(std::string_view s, int64_t* out) {
+  if (s.starts_with('+')) s.remove_prefix(1);
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool ParseFiniteDouble(std::string_view s, double* out) {
+  if (s.starts_with('+')) s.remove_prefix(1);
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*out);
+}
+
+std::string Describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a sequence";
+    case YAML::NodeType::Scalar: return fmt::format("'{}'", n.Scalar());
+    default: return "nothing";
+  }
+}
+
+int LineOf(const YAML::Node& n, int fallback) {
+  int line = n.Mark().line;
+  return line >= 0 ? line + 1 : fallback;
+}
+
+Status Reader::ReadMap(const YAML::Node& map, const Loc& at, const std::vector<Field>& fields,
+                       const std::vector<Section>& others) {
+  std::string where = at.path.empty() ? std::string("the top level") : fmt::format("'{}'", at.path);
+  if (map.IsNull()) return Status::Ok();
+  if (!map.IsMap()) {
+    return Error(at.line, "{}: expected a map with keys {}, got {}",
+                 at.path.empty() ? "top level" : at.path, Names(fields), Describe(map));
+  }
+  std::map<std::string, int, std::less<>> seen;
+  // Iterator values are proxies: copy the nodes (they are handles), never
+  // keep references into `it->first`.
+  for (const auto& entry : map) {
+    const YAML::Node key = entry.first;
+    const YAML::Node value = entry.second;
+    int line = LineOf(key, at.line);
+    if (!key.IsScalar()) {
+      return Error(line, "keys in {} must be plain names, got {}", where, Describe(key));
+    }
+    const std::string& name = key.Scalar();
+    if (auto [prev, inserted] = seen.emplace(name, line); !inserted) {
+      return Error(line, "duplicate key '{}' in {} (first at line {})", name, where, prev->second);
+    }
+    auto f = std::find_if(fields.begin(), fields.end(),
+                          [&](const Field& field) { return field.name == name; });
+    if (f == fields.end()) return UnknownKey(line, name, at.path, where, fields, others);
+    Loc child{at.path.empty() ? name : fmt::format("{}.{}", at.path, name), line};
+    lines_[child.path] = line;
+    RETURN_IF_ERROR(f->read(value, child));
+  }
+  return Status::Ok();
+}
+
+int Reader::LineOfKey(std::string_view path) const {
+  auto it = lines_.find(std::string(path));
+  return it == lines_.end() ? 0 : it->second;
+}
+
+Handler Reader::Bool(bool* dst) const {
+  return [this, dst](const YAML::Node& v, const Loc& at) -> Status {
+    if (v.IsScalar()) {
+      const std::string& s = v.Scalar();
+      if (s == "true" || s == "True" || s == "TRUE") return *dst = true, Status::Ok();
+      if (s == "false" || s == "False" || s == "FALSE") return *dst = false, Status::Ok();
+    }
+    return Error(at.line, "{}: expected true or false, got {}", at.path, Describe(v));
+  };
+}
+
+Status Reader::ReadInt(const YAML::Node& v, const Loc& at, int64_t min, int64_t max,
+                       int64_t* x) const {
+  std::string kind = min == 1   ? "a positive integer"
+                     : min == 0 ? "a non-negative integer"
+                                : fmt::format("an integer >= {}", min);
+  if (!v.IsScalar() || !ParseInt64(Trim(v.Scalar()), x) || *x < min) {
+    return Error(at.line, "{}: expected {}, got {}", at.path, kind, Describe(v));
+  }
+  if (*x > max) {
+    return Error(at.line, "{}: expected {} no larger than {}, got {}", at.path, kind, max,
+                 Describe(v));
+  }
+  return Status::Ok();
+}
+
+Handler Reader::PowerOfTwo(int* dst, int max) const {
+  return [this, dst, max](const YAML::Node& v, const Loc& at) -> Status {
+    int64_t x = 0;
+    if (!v.IsScalar() || !ParseInt64(Trim(v.Scalar()), &x) || x < 1 || x > max ||
+        (x & (x - 1)) != 0) {
+      return Error(at.line, "{}: expected a power of two in 1..{}, got {}", at.path, max,
+                   Describe(v));
+    }
+    *dst = static_cast<int>(x);
+    return Status::Ok();
+  };
+}
+
+Handler Reader::Seconds(double* dst, bool positive, double max) const {
+  return [this, dst, positive, max](const YAML::Node& v, const Loc& at) -> Status {
+    const char* kind =
+        positive ? "a positive number of seconds" : "a non-negative number of seconds";
+    double x = 0;
+    if (!v.IsScalar() || !ParseFiniteDouble(Trim(v.Scalar()), &x) || x < 0 ||
+        (positive && x == 0)) {
+      return Error(at.line, "{}: expected {}, got {}", at.path, kind, Describe(v));
+    }
+    if (x > max) {
+      return Error(at.line, "{}: expected {} no larger than {}, got {}", at.path, kind, max,
+                   Describe(v));
+    }
+    *dst = x;
+    return Status::Ok();
+  };
+}
+
+Handler Reader::Bytes(int64_t* dst, int64_t max) const {
+  return [this, dst, max](const YAML::Node& v, const Loc& at) -> Status {
+    if (!v.IsScalar()) {
+      return Error(at.line, "{}: expected a size in bytes like 536870912, 512MiB or 1.5GB, got {}",
+                   at.path, Describe(v));
+    }
+    Expected<int64_t> n = ParseByteSize(v.Scalar());
+    if (!n.ok()) return Error(at.line, "{}: {}", at.path, n.status().message());
+    if (*n > max) {
+      return Error(at.line, "{}: {} bytes is more than the limit of {} bytes", at.path, *n, max);
+    }
+    *dst = *n;
+    return Status::Ok();
+  };
+}
+
+Handler Reader::String(std::string* dst, bool allow_empty) const {
+  return [this, dst, allow_empty](const YAML::Node& v, const Loc& at) -> Status {
+    if (v.IsNull() || v.IsScalar()) {
+      std::string s = v.IsNull() ? "" : v.Scalar();
+      if (!s.empty() || allow_empty) return *dst = std::move(s), Status::Ok();
+    }
+    return Error(at.line, "{}: expected a{} string, got {}", at.path,
+                 allow_empty ? "" : " non-empty", Describe(v));
+  };
+}
+
+Handler Reader::OneOf(std::string* dst, std::span<const std::string_view> allowed) const {
+  return [this, dst, allowed](const YAML::Node& v, const Loc& at) -> Status {
+    if (v.IsScalar() && std::find(allowed.begin(), allowed.end(), v.Scalar()) != allowed.end()) {
+      *dst = v.Scalar();
+      return Status::Ok();
+    }
+    if (!v.IsScalar()) {
+      return Error(at.line, "{}: expected one of {}, got {}", at.path, fmt::join(allowed, ", "),
+                   Describe(v));
+    }
+    return Error(at.line, "{}: {} is not one of {}", at.path, Describe(v),
+                 fmt::join(allowed, ", "));
+  };
+}
+
+Status Reader::UnknownKey(int line, const std::string& name, const std::string& path,
+                          const std::string& where, const std::vector<Field>& fields,
+                          const std::vector<Section>& others) const {
+  std::string hint;
+  size_t best = name.size() / 3 + 1;  // tolerate ~a third of the name mistyped
+  for (const Field& f : fields) {
+    if (size_t d = EditDistance(name, f.name); d <= best && d <= 3) {
+      best = d;
+      hint = fmt::format("; did you mean '{}'?", f.name);
+    }
+  }
+  if (hint.empty()) {
+    for (const Section& s : others) {
+      if (s.name == path) continue;
+      for (const Field& f : s.fields) {
+        if (f.name == name) hint = fmt::format("; '{}' belongs in '{}'", name, s.name);
+      }
+    }
+  }
+  if (path.empty()) {
+    return Error(line, "unknown top-level key '{}' (allowed: {}){}", name, Names(fields), hint);
+  }
+  return Error(line, "unknown key '{}' in {} (allowed: {}){}", name, where, Names(fields), hint);
+}
+
+}  // namespace brisk::config_yaml
