@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/test_support.h"
+
 #include <filesystem>
 #include <string>
 
@@ -33,7 +35,7 @@ class DefaultModelTest : public ::testing::Test {
     model_ = nullptr;
   }
   void SetUp() override {
-    if (!model_) GTEST_SKIP() << "default model not installed";
+    if (!model_) BRISK_SKIP_OR_FAIL_MISSING("default model not installed");
   }
   // A greedy request for `text` (BOS added, special tokens not parsed).
   GenerationRequest Greedy(const std::string& text, int max_tokens) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/test_support.h"
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -167,7 +169,7 @@ TEST(Conversation, MissingTextSourceSaysWhatToInstall) {
 
 TEST(Conversation, DebianFortunesPackage) {
   if (!std::filesystem::exists(kDefaultTextDir))
-    GTEST_SKIP() << "Debian package fortunes not installed";
+    BRISK_SKIP_OR_FAIL_MISSING("Debian package fortunes not installed");
   auto corpus = LoadTextCorpus(kDefaultTextDir);
   ASSERT_TRUE(corpus.ok()) << corpus.status().ToString();
   EXPECT_GT(corpus->passages.size(), 1000u);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/test_support.h"
+
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -165,7 +167,7 @@ TEST(GgufTest, MissingFileIsNotFound) {
 
 TEST(GgufTest, OpensDefaultModel) {
   std::string path = std::string(BRISK_MODEL_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "default model not installed";
+  if (!std::filesystem::exists(path)) BRISK_SKIP_OR_FAIL_MISSING("default model not installed");
   auto f = GgufFile::Open(path);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(*(*f)->GetString("general.architecture"), "llama");

@@ -15,6 +15,8 @@
 // agreement with exact math is stored in the fixture for comparison.
 #include <gtest/gtest.h>
 
+#include "util/test_support.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -85,7 +87,7 @@ Agreement Compare(LlamaModel& model, const nlohmann::json& fixture, RefLogProb l
 class ReferenceLogitsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "default model not installed";
+    if (!std::filesystem::exists(kModel)) BRISK_SKIP_OR_FAIL_MISSING("default model not installed");
   }
   std::unique_ptr<LlamaModel> Load(bool f32) {
     LoadOptions o;

@@ -21,6 +21,8 @@ import urllib.request
 
 import pytest
 
+from conftest import skip_or_fail
+
 
 def free_port():
     with socket.socket() as s:
@@ -85,7 +87,7 @@ def server_url(brisk_bin, default_model):
         return
     started = start_brisk_server(brisk_bin, default_model)
     if started is None:
-        pytest.skip("no server: set BRISK_SERVER_URL or build `brisk serve`")
+        skip_or_fail("no server: set BRISK_SERVER_URL or build `brisk serve`")
     url, proc = started
     yield url
     proc.terminate()

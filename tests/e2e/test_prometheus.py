@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from conftest import MODEL_ID
+from conftest import skip_or_fail, MODEL_ID
 
 PROMETHEUS = os.environ.get("PROMETHEUS_BIN") or shutil.which("prometheus") or "/usr/bin/prometheus"
 
@@ -38,7 +38,7 @@ def http_json(url, timeout=5):
 @pytest.fixture
 def prometheus(brisk_server, tmp_path):
     if not os.access(PROMETHEUS, os.X_OK):
-        pytest.skip(f"Prometheus not installed ({PROMETHEUS} missing; "
+        skip_or_fail(f"Prometheus not installed ({PROMETHEUS} missing; "
                     "apt-get install prometheus, see scripts/setup.sh)")
     port = free_port()
     cfg = tmp_path / "prometheus.yml"
