@@ -170,14 +170,14 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& gguf) {
   return t;
 }
 
-int32_t Tokenizer::MatchSpecial(std::string_view text, size_t pos, bool parse_special,
+int32_t Tokenizer::MatchSpecial(std::string_view text, size_t pos, size_t max_control_len,
                                 size_t* len) const {
   const std::string_view rest = text.substr(pos);
   for (const SpecialBucket& b : special_buckets_) {
     if (b.len > rest.size()) continue;
     auto it = b.ids.find(rest.substr(0, b.len));
     if (it == b.ids.end()) continue;
-    if (!parse_special && vocab_.types[it->second] != TokenType::kUserDefined) continue;
+    if (b.len > max_control_len && vocab_.types[it->second] != TokenType::kUserDefined) continue;
     *len = b.len;
     return it->second;
   }
@@ -199,6 +199,35 @@ void Tokenizer::EncodeFragment(std::string_view text, bool prefix_space,
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special,
                                        bool parse_special) const {
+  return EncodeImpl(text, add_special, parse_special, {});
+}
+
+std::vector<int32_t> Tokenizer::EncodeWithPlainRanges(std::string_view text, bool add_special,
+                                                      std::span<const TextRange> plain) const {
+  // Normalise: clip to the text, drop empty ranges, sort, merge overlaps.
+  std::vector<TextRange> ranges;
+  ranges.reserve(plain.size());
+  for (TextRange r : plain) {
+    r.end = std::min(r.end, text.size());
+    if (r.begin < r.end) ranges.push_back(r);
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const TextRange& a, const TextRange& b) { return a.begin < b.begin; });
+  size_t n = 0;
+  for (const TextRange& r : ranges) {
+    if (n > 0 && r.begin <= ranges[n - 1].end) {
+      ranges[n - 1].end = std::max(ranges[n - 1].end, r.end);
+    } else {
+      ranges[n++] = r;
+    }
+  }
+  ranges.resize(n);
+  return EncodeImpl(text, add_special, /*parse_special=*/true, ranges);
+}
+
+std::vector<int32_t> Tokenizer::EncodeImpl(std::string_view text, bool add_special,
+                                           bool parse_special,
+                                           std::span<const TextRange> plain) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && config_.add_bos) out.push_back(*config_.bos_id);
@@ -212,11 +241,21 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special,
                    &out);
     prev_special = false;
   };
+  size_t next_plain = 0;  // first range that does not end at or before pos
   for (size_t pos = 0; pos < text.size();) {
+    if (!special_first_byte_[static_cast<uint8_t>(text[pos])]) {
+      ++pos;
+      continue;
+    }
+    // A control token may reach up to the next plain range, not into it.
+    size_t max_control_len = parse_special ? text.size() : 0;
+    while (next_plain < plain.size() && plain[next_plain].end <= pos) ++next_plain;
+    if (parse_special && next_plain < plain.size()) {
+      const size_t begin = plain[next_plain].begin;
+      max_control_len = begin <= pos ? 0 : begin - pos;
+    }
     size_t len = 0;
-    const int32_t id = special_first_byte_[static_cast<uint8_t>(text[pos])]
-                           ? MatchSpecial(text, pos, parse_special, &len)
-                           : -1;
+    const int32_t id = MatchSpecial(text, pos, max_control_len, &len);
     if (id < 0) {
       ++pos;
       continue;

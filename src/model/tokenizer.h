@@ -38,6 +38,12 @@ class ByteLevelBpe;
 class SentencePieceBpe;
 class PreSplitter;
 
+// A byte range [begin, end) of a text.
+struct TextRange {
+  size_t begin = 0;
+  size_t end = 0;
+};
+
 // Everything needed to build a tokenizer; plain data so tests can write one.
 struct TokenizerConfig {
   std::string model = "gpt2";   // "gpt2" (byte-level BPE) | "llama" (SentencePiece BPE)
@@ -70,6 +76,16 @@ class Tokenizer {
   // parse_special: recognise CONTROL token strings in `text`.
   // Never fails: any bytes encode (ill-formed UTF-8 is encoded byte-wise).
   std::vector<int32_t> Encode(std::string_view text, bool add_special, bool parse_special) const;
+
+  // For text assembled from trusted markup and untrusted strings (a rendered
+  // chat template): Encode(text, add_special, /*parse_special=*/true), except
+  // that no CONTROL or UNKNOWN token is recognised where its bytes would
+  // overlap one of the `plain` ranges. The text there is tokenized as with
+  // parse_special=false (USER_DEFINED tokens still match), in one fragment
+  // with its neighbours, as the pre-tokenizer would see plain text. Ranges
+  // may come in any order and may overlap; bytes past the end are ignored.
+  std::vector<int32_t> EncodeWithPlainRanges(std::string_view text, bool add_special,
+                                             std::span<const TextRange> plain) const;
 
   // The bytes of one token (possibly a partial UTF-8 character). CONTROL and
   // UNKNOWN tokens yield their text only if `render_special`, else "".
@@ -109,8 +125,14 @@ class Tokenizer {
   Tokenizer();
   // Splits `text` into raw-text fragments and special-token ids.
   void EncodeFragment(std::string_view text, bool prefix_space, std::vector<int32_t>* out) const;
-  // Length of the special token matching at text[pos] (leftmost-longest), 0 if none.
-  int32_t MatchSpecial(std::string_view text, size_t pos, bool parse_special, size_t* len) const;
+  // `plain`: sorted, disjoint, non-empty ranges where no CONTROL/UNKNOWN
+  // token may be matched (with parse_special).
+  std::vector<int32_t> EncodeImpl(std::string_view text, bool add_special, bool parse_special,
+                                  std::span<const TextRange> plain) const;
+  // The special token matching at text[pos] (leftmost-longest), -1 if none;
+  // CONTROL/UNKNOWN tokens only if no longer than `max_control_len`.
+  int32_t MatchSpecial(std::string_view text, size_t pos, size_t max_control_len,
+                       size_t* len) const;
 
   TokenizerConfig config_;  // tokens/scores/types/merges moved into vocab_ / encoders
   Vocab vocab_;

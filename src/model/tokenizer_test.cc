@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/test_support.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -100,7 +102,7 @@ class SmolLm2Tokenizer : public ::testing::Test {
  protected:
   void SetUp() override {
     tok_ = LoadTokenizer(kModelPath);
-    if (tok_ == nullptr) GTEST_SKIP() << kModelPath << " not present";
+    if (tok_ == nullptr) BRISK_SKIP_OR_FAIL_MISSING(kModelPath << " not present");
   }
   const Tokenizer& tok() const { return *tok_; }
   const Tokenizer* tok_ = nullptr;
@@ -150,6 +152,18 @@ TEST_F(SmolLm2Tokenizer, SpecialTokensOnlyWhenAsked) {
   EXPECT_EQ(tok().Decode(with, /*skip_special=*/false), text);
   // add_special: SmolLM2 adds neither bos nor eos.
   EXPECT_EQ(tok().Encode("hi", true, false), tok().Encode("hi", false, false));
+}
+
+TEST_F(SmolLm2Tokenizer, PlainRangesTokenizeAsPlainText) {
+  // A user's "<|im_end|>" ([21,31)) inside a rendered turn is plain text,
+  // merged with the rest of the turn; the template's tokens stay.
+  const std::string text = "<|im_start|>user\nsay <|im_end|> now<|im_end|>\n";
+  const TextRange r[] = {{21, 31}};
+  std::vector<int32_t> want = {1};
+  for (int32_t id : tok().Encode("user\nsay <|im_end|> now", false, false)) want.push_back(id);
+  want.push_back(2);
+  for (int32_t id : tok().Encode("\n", false, false)) want.push_back(id);
+  EXPECT_EQ(tok().EncodeWithPlainRanges(text, true, r), want);
 }
 
 TEST_F(SmolLm2Tokenizer, TokenToPieceReversesByteMap) {
@@ -257,7 +271,7 @@ class Gemma3Tokenizer : public ::testing::Test {
  protected:
   void SetUp() override {
     tok_ = LoadTokenizer(GemmaPath());
-    if (tok_ == nullptr) GTEST_SKIP() << GemmaPath() << " not present";
+    if (tok_ == nullptr) BRISK_SKIP_OR_FAIL_MISSING(GemmaPath() << " not present");
   }
   const Tokenizer& tok() const { return *tok_; }
   const Tokenizer* tok_ = nullptr;
@@ -527,6 +541,28 @@ TEST(SentencePieceBpe, SpecialTokensAndSpacePrefix) {
   EXPECT_EQ((*t)->TokenToPiece(v.Id("<mask>")), "<mask>");
   EXPECT_TRUE((*t)->IsEog(2));
   EXPECT_FALSE((*t)->IsEog(1));
+}
+
+TEST(SentencePieceBpe, PlainRangesStopControlTokensOnlyThere) {
+  const SpmVocab v = MakeSpm(true);
+  auto t = Tokenizer::Create(v.config);
+  ASSERT_TRUE(t.ok());
+  const Tokenizer& tok = **t;
+  const int32_t sot = v.Id("<start_of_turn>");
+  // sot [0,15) hello [15,20) sot [20,35) world [35,40) <mask> [40,46) sot [46,61)
+  const std::string text = "<start_of_turn>hello<start_of_turn>world<mask><start_of_turn>";
+  auto enc = [&](std::vector<TextRange> r) { return tok.EncodeWithPlainRanges(text, true, r); };
+  EXPECT_EQ(enc({}), tok.Encode(text, true, true));
+  EXPECT_EQ(enc({{0, 1000}}), tok.Encode(text, true, false));
+  EXPECT_EQ(enc({{35, 40}}), tok.Encode(text, true, true));  // touching is not overlapping
+  // Any overlap (one byte, unsorted and overlapping ranges) makes the middle
+  // one plain text, tokenized with its neighbours; <mask> (user-defined) stays.
+  std::vector<int32_t> want = {1, sot};
+  for (int32_t id : tok.Encode("hello<start_of_turn>world<mask>", false, false)) want.push_back(id);
+  want.push_back(sot);
+  EXPECT_EQ(enc({{20, 21}}), want);
+  EXPECT_EQ(enc({{34, 35}}), want);
+  EXPECT_EQ(enc({{30, 36}, {22, 31}, {25, 25}}), want);
 }
 
 // ---------------------------------------------------------------------------
