@@ -11,7 +11,7 @@ const char* PriorityName(Priority p) {
 }
 
 Scheduler::Scheduler(const SchedulerOptions& options, KvBlockPool* pool)
-    : opts_(options), pool_(pool) {
+    : opts_(options), pool_(pool), prefix_cache_(pool, options.block_size) {
   if (opts_.prefill_chunk_tokens <= 0) opts_.prefill_chunk_tokens = opts_.max_batch_tokens;
 }
 
@@ -41,11 +41,15 @@ Status Scheduler::Add(SeqState seq) {
   if (BlocksFor(seq.num_tokens()) > pool_->num_blocks())
     return InvalidArgument("{} tokens need {} KV blocks but the cache holds {}", seq.num_tokens(),
                            BlocksFor(seq.num_tokens()), pool_->num_blocks());
+  if (seq.num_seats < 1 || seq.num_seats > opts_.max_concurrent_sequences)
+    return InvalidArgument(
+        "a request of {} samples can never run: at most {} sequences run at once", seq.num_seats,
+        opts_.max_concurrent_sequences);
   const int p = static_cast<int>(seq.priority);
   // The bound is on new arrivals: preempted sequences waiting to resume do
   // not take a newcomer's place.
   const int32_t queued = NumQueued(seq.priority);
-  if (queued >= opts_.max_waiting[p])
+  if (queued + seq.num_seats > opts_.max_waiting[p])
     return ResourceExhausted("the {} queue is full ({} waiting)", PriorityName(seq.priority),
                              queued);
   seq.num_computed = 0;
@@ -71,6 +75,9 @@ Status Scheduler::Fork(int64_t parent_id, int64_t child_id) {
   auto child = std::make_unique<SeqState>(parent);
   child->id = child_id;
   child->num_preemptions = 0;
+  // The child takes one of the slots its parent held for it.
+  child->num_seats = 1;
+  if (it->second->num_seats > 1) --it->second->num_seats;
   for (int32_t b : child->blocks) pool_->Ref(b);
   if (child->status == SeqStatus::kRunning) {
     running_.push_back(child.get());
@@ -105,7 +112,14 @@ void Scheduler::Abort(int64_t id) {
 
 int32_t Scheduler::NumQueued(Priority p) const {
   int32_t n = 0;
-  for (const SeqState* s : waiting_) n += s->priority == p && s->first_scheduled_s < 0;
+  for (const SeqState* s : waiting_)
+    if (s->priority == p && s->first_scheduled_s < 0) n += s->num_seats;
+  return n;
+}
+
+int64_t Scheduler::RunningSeats() const {
+  int64_t n = 0;
+  for (const SeqState* s : running_) n += s->num_seats;
   return n;
 }
 
@@ -116,17 +130,6 @@ const SeqState* Scheduler::Find(int64_t id) const {
 
 // ---- prefix cache ------------------------------------------------------------
 
-void Scheduler::ExtendHashes(SeqState& s) {
-  const int bs = opts_.block_size;
-  const size_t full = static_cast<size_t>(s.num_tokens() / bs);
-  while (s.block_hashes.size() < full) {
-    const size_t i = s.block_hashes.size();
-    const BlockHash& parent = i == 0 ? s.salt : s.block_hashes[i - 1];
-    s.block_hashes.push_back(
-        ChainBlockHash(parent, std::span<const int32_t>(s.tokens).subspan(i * bs, bs)));
-  }
-}
-
 // A fresh or preempted sequence reuses the longest run of cached full blocks.
 // At least one token is left to compute: its logits are needed.
 void Scheduler::AdmitFromPrefixCache(SeqState& s) {
@@ -135,15 +138,13 @@ void Scheduler::AdmitFromPrefixCache(SeqState& s) {
     if (first) s.num_cached_prompt = 0;
     return;
   }
-  ExtendHashes(s);
-  const size_t max_hits = static_cast<size_t>((s.num_tokens() - 1) / opts_.block_size);
-  for (size_t i = 0; i < max_hits && i < s.block_hashes.size(); ++i) {
-    const int32_t b = pool_->Acquire(s.block_hashes[i]);
-    if (b < 0) break;
-    s.blocks.push_back(b);
-  }
-  s.num_computed = static_cast<int32_t>(s.blocks.size()) * opts_.block_size;
-  s.num_published = static_cast<int32_t>(s.blocks.size());
+  prefix_cache_.HashFullBlocks(s.salt, s.tokens, &s.block_hashes);
+  const size_t max_hits =
+      std::min(static_cast<size_t>((s.num_tokens() - 1) / opts_.block_size), s.block_hashes.size());
+  const int32_t hits = prefix_cache_.AcquirePrefix(
+      std::span<const BlockHash>(s.block_hashes).first(max_hits), &s.blocks);
+  s.num_computed = hits * opts_.block_size;
+  s.num_published = hits;
   if (first) {
     s.num_cached_prompt = std::min(s.num_computed, s.num_prompt);
     prefix_query_tokens_ += s.num_prompt;
@@ -153,10 +154,11 @@ void Scheduler::AdmitFromPrefixCache(SeqState& s) {
 
 void Scheduler::PublishComputed(SeqState& s) {
   if (!opts_.prefix_cache) return;
-  ExtendHashes(s);
+  prefix_cache_.HashFullBlocks(s.salt, s.tokens, &s.block_hashes);
   const int32_t full =
       std::min<int32_t>(s.num_computed / opts_.block_size, static_cast<int32_t>(s.blocks.size()));
-  for (int32_t i = s.num_published; i < full; ++i) pool_->Publish(s.blocks[i], s.block_hashes[i]);
+  for (int32_t i = s.num_published; i < full; ++i)
+    prefix_cache_.Publish(s.blocks[i], s.block_hashes[i]);
   s.num_published = std::max(s.num_published, full);
 }
 
@@ -252,10 +254,10 @@ void Scheduler::MakeRoomForHigherPriority(double now_s, SchedulerOutput& out) {
     if (tokens >= opts_.max_batch_tokens) break;
     const int32_t chunk =
         std::min({s->num_tokens(), opts_.prefill_chunk_tokens, opts_.max_batch_tokens});
-    slots += 1;
+    slots += s->num_seats;
     blocks += BlocksFor(chunk);
     tokens += chunk;
-    while (static_cast<int64_t>(running_.size()) + slots > opts_.max_concurrent_sequences ||
+    while (RunningSeats() + slots > opts_.max_concurrent_sequences ||
            pool_->num_free() < blocks) {
       SeqState* victim = PickVictim(*s, now_s, none, /*lower_priority_only=*/true);
       if (!victim) return;
@@ -306,7 +308,7 @@ SchedulerOutput Scheduler::Schedule(double now_s) {
       if (s->status != SeqStatus::kWaiting) continue;
       if (budget <= 0) {
         if (opts_.continuous_batching ||
-            static_cast<int>(running_.size()) >= opts_.max_concurrent_sequences)
+            RunningSeats() + s->num_seats > opts_.max_concurrent_sequences)
           break;
         std::erase(waiting_, s);
         --num_waiting_[static_cast<int>(s->priority)];
@@ -314,14 +316,19 @@ SchedulerOutput Scheduler::Schedule(double now_s) {
         running_.push_back(s);
         continue;
       }
-      if (static_cast<int>(running_.size()) >= opts_.max_concurrent_sequences) {
-        // Interactive work takes the slot of a lower-priority sequence.
+      bool room = true;
+      while (RunningSeats() + s->num_seats > opts_.max_concurrent_sequences) {
+        // Interactive work takes the slots of lower-priority sequences.
         SeqState* victim = opts_.continuous_batching
                                ? PickVictim(*s, now_s, scheduled, /*lower_priority_only=*/true)
                                : nullptr;
-        if (!victim) break;
+        if (!victim) {
+          room = false;
+          break;
+        }
         Preempt(*victim, out);
       }
+      if (!room) break;
       AdmitFromPrefixCache(*s);
       // Join the running set first so ScheduleChunk's bookkeeping sees it.
       std::erase(waiting_, s);
@@ -401,7 +408,7 @@ SchedulerStats Scheduler::stats() const {
   }
   st.blocks_total = pool_->num_blocks();
   st.blocks_used = pool_->num_used();
-  st.blocks_cached = pool_->num_cached();
+  st.blocks_cached = prefix_cache_.num_cached();
   st.preemptions = preemptions_;
   st.prefix_query_tokens = prefix_query_tokens_;
   st.prefix_hit_tokens = prefix_hit_tokens_;

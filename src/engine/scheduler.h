@@ -23,8 +23,9 @@
 //    prefix cache when full) and it recomputes later;
 //  - copy-on-write: a block shared by several sequences (n > 1 forks) is
 //    copied before one of them writes into it;
-//  - prefix cache: on admission the longest run of cached full blocks is
-//    reused and computing starts after it;
+//  - prefix cache (engine/prefix_cache.h): on admission the longest run of
+//    cached full blocks is reused and computing starts after it; blocks are
+//    published to the cache as their K/V are computed;
 //  - static batching (continuous_batching = false): a batch is admitted only
 //    when nothing runs, and runs until its longest member finishes. Kept as
 //    the baseline continuous batching is measured against.
@@ -41,6 +42,7 @@
 #include <vector>
 
 #include "engine/kv_block_pool.h"
+#include "engine/prefix_cache.h"
 #include "util/status.h"
 
 namespace brisk {
@@ -73,11 +75,16 @@ struct SeqState {
   double deadline_s = std::numeric_limits<double>::infinity();
   std::vector<int32_t> tokens;  // known: prompt + generated
   int32_t num_prompt = 0;
+  // Running-set slots this sequence holds: itself plus the samples still to
+  // fork from it (n - 1 until its prompt is computed). Admission, the
+  // max_concurrent_sequences cap and the waiting-queue bound count slots, so
+  // forks never take the running set over its cap.
+  int32_t num_seats = 1;
   int32_t num_computed = 0;  // tokens whose K/V are in the cache
   std::vector<int32_t> blocks;
   BlockHash salt;                       // root of the block-hash chain
   std::vector<BlockHash> block_hashes;  // of full blocks of `tokens`
-  int32_t num_published = 0;            // blocks handed to the prefix cache
+  int32_t num_published = 0;            // blocks published to the prefix cache
   int32_t num_cached_prompt = -1;       // prompt tokens found cached at first admission
   SeqStatus status = SeqStatus::kWaiting;
   int32_t num_preemptions = 0;
@@ -129,9 +136,12 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
+  // The pool must outlive the scheduler, whose prefix cache keeps the pool's
+  // free cached blocks.
   Scheduler(const SchedulerOptions& options, KvBlockPool* pool);
 
   const SchedulerOptions& options() const { return opts_; }
+  const PrefixCache& prefix_cache() const { return prefix_cache_; }
 
   // Queues a sequence (tokens, num_prompt, priority, arrival_s, deadline_s
   // and salt set by the caller; the rest is reset). ResourceExhausted when
@@ -167,6 +177,7 @@ class Scheduler {
 
  private:
   bool Outranks(const SeqState& a, const SeqState& b, double now_s) const;
+  int64_t RunningSeats() const;
   int EffectivePriority(const SeqState& s, double now_s) const;
   void SortByRank(std::vector<SeqState*>& v, double now_s) const;
   bool ScheduleChunk(SeqState& s, int budget, double now_s, SchedulerOutput& out,
@@ -179,7 +190,6 @@ class Scheduler {
   void Preempt(SeqState& s, SchedulerOutput& out);
   void MakeRoomForHigherPriority(double now_s, SchedulerOutput& out);
   void AdmitFromPrefixCache(SeqState& s);
-  void ExtendHashes(SeqState& s);
   void PublishComputed(SeqState& s);
   void Free(SeqState& s);
   void Remove(int64_t id);
@@ -187,6 +197,7 @@ class Scheduler {
 
   SchedulerOptions opts_;
   KvBlockPool* pool_;
+  PrefixCache prefix_cache_;
   std::unordered_map<int64_t, std::unique_ptr<SeqState>> seqs_;
   std::vector<SeqState*> running_;
   std::vector<SeqState*> waiting_;

@@ -187,6 +187,45 @@ TEST(SchedulerTest, ForksPrefixCachePreemptionAndAbortsKeepAccounting) {
   EXPECT_GT(sim.sched.stats().prefix_hit_tokens, 0);
 }
 
+// n > 1: a request holds a running slot for every sample it will fork, so
+// forks never take the running set over max_concurrent_sequences (two n = 8
+// requests with a cap of 2 used to run 16 sequences).
+TEST(SchedulerTest, ForksCountAgainstTheRunningCap) {
+  Sim sim(Opts(64, 10, 4), 512);
+  sim.fork_children = 3;  // n = 4
+  for (int64_t id = 1; id <= 6; ++id) {
+    auto s = MakeSeq(id, 6, Priority::kInteractive, 0, static_cast<int>(id) * 10);
+    s.num_seats = 4;
+    sim.Add(std::move(s), 5);
+  }
+  int max_running = 0;
+  for (int i = 0; i < 1000 && sim.sched.HasWork(); ++i) {
+    sim.Step();
+    const auto st = sim.sched.stats();
+    max_running = std::max(max_running, st.running[0] + st.running[1]);
+    ASSERT_LE(st.running[0] + st.running[1], 10);
+  }
+  EXPECT_FALSE(sim.sched.HasWork());
+  EXPECT_EQ(max_running, 8);  // two requests of 4 fit under 10; a third does not
+  EXPECT_EQ(sim.outputs.size(), 24u);
+}
+
+TEST(SchedulerTest, SamplesCountInTheWaitingBoundAndMustFitTheCap) {
+  SchedulerOptions o = Opts(64, 8, 4);
+  o.max_waiting[0] = 10;
+  KvBlockPool pool(64);
+  Scheduler sched(o, &pool);
+  auto a = MakeSeq(1, 4);
+  a.num_seats = 8;
+  EXPECT_TRUE(sched.Add(std::move(a)).ok());
+  auto b = MakeSeq(2, 4);
+  b.num_seats = 3;  // 8 + 3 > 10 waiting places
+  EXPECT_EQ(sched.Add(std::move(b)).code(), StatusCode::kResourceExhausted);
+  auto c = MakeSeq(3, 4);
+  c.num_seats = 9;  // more than may ever run at once
+  EXPECT_EQ(sched.Add(std::move(c)).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(SchedulerTest, FcfsWithinPriority) {
   Sim sim(Opts(64, 1), 64);
   for (int i = 1; i <= 5; ++i) sim.Add(MakeSeq(i, 3, Priority::kInteractive, 0.1 * i), 2);

@@ -1,0 +1,102 @@
+// The prefix cache: finds the KV blocks a sequence can reuse because another
+// sequence already computed the same leading tokens, so no prefix is
+// computed twice.
+//
+// Only full blocks are cached. A full block is named by a chained hash
+// (BlockHash) of its parent block's hash and its own tokens; the chain starts
+// at a root that hashes everything else that changes KV contents (the cache
+// salt: the tenant, so tenants never see each other's blocks). Equal hashes
+// mean equal contents, so the cached prefix of a sequence is the longest run
+// of its block hashes, from the first, that the cache holds.
+//
+// The blocks themselves belong to the KvBlockPool. The cache holds the
+// hash -> block map and, as the pool's block keeper, the free blocks that
+// still hold a hash: when a cached block's last owner lets go it stays
+// findable, and the pool reuses such blocks only after every other free
+// block, least recently released first. A block the pool takes back for
+// reuse loses its hash.
+//
+// Pure bookkeeping, no threads: the scheduler calls it (hash the sequence's
+// full blocks, acquire the cached prefix on admission, publish blocks as they
+// fill).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv_block_pool.h"
+
+namespace brisk {
+
+// 128-bit content hash of a full block: XXH3-128 over the parent block's hash
+// and the block's tokens. The root of a chain hashes the salt.
+struct BlockHash {
+  uint64_t lo = 0, hi = 0;
+  bool operator==(const BlockHash&) const = default;
+};
+BlockHash RootBlockHash(std::string_view salt);
+BlockHash ChainBlockHash(const BlockHash& parent, std::span<const int32_t> tokens);
+
+class PrefixCache final : public KvBlockPool::BlockKeeper {
+ public:
+  // Becomes `pool`'s block keeper until destroyed; the pool must outlive it.
+  PrefixCache(KvBlockPool* pool, int block_size);
+  // Hands every kept block back to the pool as an ordinary free block.
+  ~PrefixCache();
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
+
+  int block_size() const { return block_size_; }
+
+  // Extends *hashes to one hash per full block of `tokens`, chained from
+  // `root`. Hashes already in *hashes are kept (they must be of the same
+  // root and tokens), so a growing sequence hashes each block once.
+  void HashFullBlocks(const BlockHash& root, std::span<const int32_t> tokens,
+                      std::vector<BlockHash>* hashes) const;
+
+  // How many of `hashes`, from the first, have a cached block.
+  int32_t MatchPrefix(std::span<const BlockHash> hashes) const;
+  // The same, and appends those blocks to *blocks with one reference each
+  // (a free cached block goes back into use). Returns how many.
+  int32_t AcquirePrefix(std::span<const BlockHash> hashes, std::vector<int32_t>* blocks);
+  // Records that `block` (allocated, full, its K/V computed) holds the
+  // contents `h`. A hash another block already holds is left alone (this
+  // block stays private), and so is a block that already has a hash.
+  void Publish(int32_t block, const BlockHash& h);
+
+  // The block holding `h`, or -1. Takes no reference.
+  int32_t Lookup(const BlockHash& h) const;
+  bool IsCached(int32_t block) const { return has_hash_[block]; }
+  // Blocks that hold a hash (used or free).
+  int64_t num_cached() const { return static_cast<int64_t>(by_hash_.size()); }
+  // Free blocks kept for their hash (the pool counts them as free).
+  int64_t num_free_cached() const { return num_free_cached_; }
+  // Forgets every hash; kept blocks become ordinary free blocks.
+  void Clear();
+
+ private:
+  struct HashOf {
+    size_t operator()(const BlockHash& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 31)); }
+  };
+  // KvBlockPool::BlockKeeper: free cached blocks in an LRU list.
+  bool Keep(int32_t block) override;
+  int32_t Evict() override;
+  void PushMru(int32_t block);
+  void Unlink(int32_t block);
+  void Forget(int32_t block);
+
+  KvBlockPool* pool_;
+  int block_size_;
+  std::vector<uint8_t> has_hash_;
+  std::vector<BlockHash> hash_;
+  std::unordered_map<BlockHash, int32_t, HashOf> by_hash_;
+  // Intrusive doubly linked LRU over free cached blocks; head is evicted first.
+  std::vector<int32_t> prev_, next_;
+  int32_t lru_head_ = -1, lru_tail_ = -1;
+  int64_t num_free_cached_ = 0;
+};
+
+}  // namespace brisk
