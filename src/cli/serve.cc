@@ -9,7 +9,8 @@
 
 #include "cli/commands.h"
 #include "server/config.h"
-#include "server/openai_server.h"
+#include "server/local_serving.h"
+#include "util/log.h"
 
 namespace brisk {
 namespace {
@@ -27,11 +28,24 @@ struct ServeFlags {
   std::string kv_cache;
   bool no_prefix_cache = false;
   bool static_batching = false;
+  std::string log_level;  // "" = the config's logging.level
 };
 
+// A startup failure is always said, also with logging.level: off.
 int Fail(const Status& s) {
-  std::fprintf(stderr, "brisk serve: %s\n", s.ToString().c_str());
+  if (log::Enabled(log::Level::kError))
+    log::Error("brisk serve: {}", s.ToString());
+  else
+    std::fprintf(stderr, "brisk serve: %s\n", s.ToString().c_str());
   return 1;
+}
+
+// Logging as the config says, with --log-level over logging.level. Both are
+// validated already (config loader, CLI11), so parsing cannot fail here.
+void InitLogging(const InferenceConfig::Logging& c) {
+  auto level = log::ParseLevel(c.level);
+  auto format = log::ParseFormat(c.format);
+  log::Init(level.ok() ? *level : log::Level::kInfo, format.ok() ? *format : log::Format::kText);
 }
 
 int RunServe(const ServeFlags& f) {
@@ -44,11 +58,15 @@ int RunServe(const ServeFlags& f) {
   std::signal(SIGPIPE, SIG_IGN);
 
   InferenceConfig cfg;
+  if (!f.log_level.empty()) cfg.logging.level = f.log_level;
+  InitLogging(cfg.logging);  // until the config is read: text, at the flag's level
   if (!f.config.empty()) {
     auto c = LoadInferenceConfig(f.config);
     if (!c.ok()) return Fail(c.status());
     cfg = std::move(*c);
   }
+  if (!f.log_level.empty()) cfg.logging.level = f.log_level;
+  InitLogging(cfg.logging);
   if (!f.model.empty()) cfg.model.path = f.model;
   if (!f.model_name.empty()) cfg.model.name = f.model_name;
   if (!f.host.empty()) cfg.server.host = f.host;
@@ -76,19 +94,28 @@ int RunServe(const ServeFlags& f) {
   std::string id = cfg.model.name;
   if (id.empty()) id = std::filesystem::path(path).stem().string();
 
-  auto server = OpenAiServer::Start(cfg, **model, **tok, id, threads);
-  if (!server.ok()) return Fail(server.status());
+  auto serving = LocalServing::Start(cfg, **model, **tok, id, threads);
+  if (!serving.ok()) return Fail(serving.status());
+  OpenAiServer& server = (*serving)->server();
   std::printf("brisk: serving %s on http://%s:%d (threads %d, %s batching, prefix cache %s)\n",
-              id.c_str(), cfg.server.host.c_str(), (*server)->port(), threads,
+              id.c_str(), cfg.server.host.c_str(), server.port(), threads,
               cfg.scheduler.continuous_batching ? "continuous" : "static",
               cfg.cache.prefix_cache ? "on" : "off");
   std::fflush(stdout);
+  // The line above is for people and scripts (it has the port); a JSON log
+  // gets the same as an event.
+  if (log::GetFormat() == log::Format::kJson) {
+    log::Info("serving {} on http://{}:{} (threads {}, {} batching, prefix cache {})", id,
+              cfg.server.host, server.port(), threads,
+              cfg.scheduler.continuous_batching ? "continuous" : "static",
+              cfg.cache.prefix_cache ? "on" : "off");
+  }
 
   int sig = 0;
   sigwait(&sigs, &sig);
-  std::fprintf(stderr, "brisk: %s: draining (grace %.0f s; signal again to stop now)\n",
-               sig == SIGINT ? "SIGINT" : "SIGTERM", cfg.server.drain_grace_s);
-  (*server)->BeginDrain();
+  log::Info("{}: draining (grace {} s; signal again to stop now)",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", cfg.server.drain_grace_s);
+  server.BeginDrain();
   std::atomic<bool> second{false};
   std::thread waiter([&] {
     int s2 = 0;
@@ -98,15 +125,13 @@ int RunServe(const ServeFlags& f) {
   const auto until =
       std::chrono::steady_clock::now() +
       std::chrono::milliseconds(static_cast<int64_t>(cfg.server.drain_grace_s * 1000));
-  while (!second.load() && (*server)->active_requests() > 0 &&
+  while (!second.load() && server.active_requests() > 0 &&
          std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const int64_t left = (*server)->active_requests();
-  (*server)->Stop();
-  if (left > 0)
-    std::fprintf(stderr, "brisk: stopped with %lld requests cancelled\n", (long long)left);
-  std::fprintf(stderr, "brisk: stopped\n");
-  std::fflush(stderr);
+  const int64_t left = server.active_requests();
+  (*serving)->Stop();
+  if (left > 0) log::Warn("stopped with {} requests cancelled", left);
+  log::Info("stopped");
   // The waiter may still block in sigwait: leave without joining it.
   waiter.detach();
   std::_Exit(0);
@@ -135,6 +160,9 @@ CommandRunner RegisterServe(CLI::App& app) {
   app.add_flag("--no-prefix-cache", f->no_prefix_cache, "turn the prefix cache off");
   app.add_flag("--static-batching", f->static_batching,
                "static batching (the baseline continuous batching is measured against)");
+  app.add_option("--log-level", f->log_level, "log level (default: the config's, else info)")
+      ->check(CLI::IsMember(
+          std::vector<std::string>(log::LevelNames().begin(), log::LevelNames().end())));
   return [f] { return RunServe(*f); };
 }
 

@@ -16,43 +16,8 @@ const char* FinishReasonName(FinishReason r) {
   return "";
 }
 
-// What the engine keeps per sequence beyond the scheduler's plain state.
-struct Engine::Sequence {
-  Sequence(int64_t id_, int64_t request_id_, int index_, const GenerationRequest& r,
-           const Tokenizer& tok, uint64_t seed)
-      : id(id_),
-        request_id(request_id_),
-        index(index_),
-        n_prompt(static_cast<int32_t>(r.prompt.size())),
-        max_tokens(r.max_tokens),
-        ignore_eos(r.ignore_eos),
-        params(r.sampling),
-        sampler(r.sampling, seed),
-        detok(tok),
-        stop_strings(r.stop),
-        stop(r.stop),
-        stop_token_ids(r.stop_token_ids) {}
-
-  int64_t id;
-  int64_t request_id;
-  int index;
-  int32_t n_prompt;
-  int32_t n_generated = 0;
-  int max_tokens;
-  bool ignore_eos;
-  int pending_forks = 0;  // n - 1 until the first token is sampled
-  SamplingParams params;
-  Sampler sampler;
-  IncrementalDetokenizer detok;
-  std::vector<std::string> stop_strings;
-  StopMatcher stop;
-  std::vector<int32_t> stop_token_ids;
-  bool finished = false;
-};
-
 Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOptions& options)
     : model_(model),
-      tokenizer_(tokenizer),
       opts_(options),
       context_limit_(
           options.max_context_tokens > 0
@@ -76,6 +41,7 @@ Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOption
             return s;
           }(),
           &pool_),
+      outputs_(tokenizer, context_limit_),
       t0_(Clock::now()) {
   if (options.prefault_kv) kv_.Prefault();
 }
@@ -93,8 +59,14 @@ Status Engine::Validate(const GenerationRequest& r) const {
   if (static_cast<int64_t>(r.prompt.size()) + r.max_tokens > ctx)
     return OutOfRange("prompt ({} tokens) + max_tokens ({}) exceeds the context length {}",
                       r.prompt.size(), r.max_tokens, ctx);
+  if (r.n > opts_.max_concurrent_sequences)
+    return OutOfRange("n = {} samples can never run at once: at most {} sequences run together",
+                      r.n, opts_.max_concurrent_sequences);
+  // Every sample needs its own blocks for what it generates (plus the shared
+  // last prompt block it copies on its first write); the prompt is shared.
   const int64_t need_blocks =
-      scheduler_.BlocksFor(static_cast<int64_t>(r.prompt.size()) + r.max_tokens);
+      scheduler_.BlocksFor(static_cast<int64_t>(r.prompt.size()) + r.max_tokens) +
+      int64_t{r.n - 1} * (scheduler_.BlocksFor(r.max_tokens) + 1);
   if (need_blocks > pool_.num_blocks())
     return OutOfRange("request needs {} KV blocks but the cache holds {}", need_blocks,
                       pool_.num_blocks());
@@ -109,213 +81,80 @@ Status Engine::Validate(const GenerationRequest& r) const {
   return Status::Ok();
 }
 
-Expected<int64_t> Engine::Add(GenerationRequest r) {
+Status Engine::Add(int64_t request_id, GenerationRequest r) {
   RETURN_IF_ERROR(Validate(r));
   const double now = Now();
   SeqState st;
-  st.id = next_id_;
+  st.id = next_seq_id_;
   st.priority = r.priority;
   st.arrival_s = r.arrival ? std::chrono::duration<double>(*r.arrival - t0_).count() : now;
   if (r.deadline) st.deadline_s = std::chrono::duration<double>(*r.deadline - t0_).count();
   st.tokens = r.prompt;
   st.num_prompt = static_cast<int32_t>(r.prompt.size());
+  st.num_seats = r.n;
   st.salt = RootBlockHash(r.cache_salt);
   RETURN_IF_ERROR(scheduler_.Add(std::move(st)));
+  outputs_.Add(request_id, next_seq_id_++, r);
+  return Status::Ok();
+}
 
-  const int64_t id = next_id_++;
-  auto seq = std::make_unique<Sequence>(id, id, 0, r, tokenizer_, 0x5eed0000ull + id);
-  seq->pending_forks = r.n - 1;
-  seqs_.emplace(id, std::move(seq));
-  request_seqs_[id].push_back(id);
+Expected<int64_t> Engine::Add(GenerationRequest r) {
+  const int64_t id = next_request_id_;
+  RETURN_IF_ERROR(Add(id, std::move(r)));
+  ++next_request_id_;
   return id;
 }
 
-void Engine::Cancel(int64_t request_id) {
-  std::lock_guard<std::mutex> lock(cancel_mu_);
-  cancel_requests_.push_back(request_id);
+void Engine::Cancel(int64_t request_id) { cancels_.push_back(request_id); }
+
+void Engine::ApplyCancels(std::vector<SequenceOutput>* outputs) {
+  for (int64_t rid : cancels_)
+    outputs_.FinishRequest(rid, FinishReason::kCancelled, scheduler_, outputs);
+  cancels_.clear();
+  for (int64_t sid : outputs_.TakeFinished()) scheduler_.Abort(sid);
 }
 
-// A request that ends before its first token (cancel, deadline, error) never
-// forked its other samples: report them finished too, so every request gets
-// exactly n finished outputs.
-void Engine::FinishUnforked(Sequence& s, FinishReason reason,
-                            std::vector<SequenceOutput>* outputs) {
-  for (int k = 1; k <= s.pending_forks; ++k) {
-    SequenceOutput out = NewOutput(s);
-    out.index = k;
-    out.finished = true;
-    out.reason = reason;
-    out.prompt_tokens = s.n_prompt;
-    outputs->push_back(std::move(out));
+Status Engine::RunForward(const SchedulerOutput& so) {
+  for (const auto& [src, dst] : so.block_copies) kv_.CopyBlock(src, dst);
+  batch_.Clear();
+  for (const ScheduledChunk& c : so.chunks) {
+    const SeqState* st = scheduler_.Find(c.id);
+    if (c.pos_begin < st->num_prompt) outputs_.NoteScheduled(*st);  // prefill: usage facts
+    batch_.Add(std::span<const int32_t>(st->tokens).subspan(c.pos_begin, c.n_tokens), c.pos_begin,
+               st->blocks, c.sample ? BatchSequence::Logits::kLast : BatchSequence::Logits::kNone);
   }
-  s.pending_forks = 0;
-}
-
-SequenceOutput Engine::NewOutput(const Sequence& s) const {
-  SequenceOutput out;
-  out.seq_id = s.request_id;
-  out.index = s.index;
-  return out;
-}
-
-void Engine::Finish(Sequence& s, FinishReason reason, SequenceOutput* out) {
-  s.finished = true;
-  out->finished = true;
-  out->reason = reason;
-  if (reason != FinishReason::kStop || !s.stop.stopped()) {
-    out->text += s.stop.Push(s.detok.Flush()).emit;
-    out->text += s.stop.Flush();
-  }
-  out->prompt_tokens = s.n_prompt;
-  out->completion_tokens = s.n_generated;
-  if (const SeqState* st = scheduler_.Find(s.id)) {
-    out->cached_tokens = std::max(0, st->num_cached_prompt);
-    if (st->first_scheduled_s >= 0) out->queue_s = st->first_scheduled_s - st->arrival_s;
-  }
-}
-
-void Engine::SampleInto(Sequence& s, std::span<float> logits, const std::vector<int32_t>& history,
-                        SequenceOutput* out, SeqResult* result) {
-  const int32_t tok = s.sampler.Sample(logits, history);
-  if (tok < 0) {
-    Finish(s, FinishReason::kError, out);
-    result->finished = true;
-    return;
-  }
-  result->token = tok;
-  ++s.n_generated;
-  out->new_tokens.push_back(tok);
-  const bool stop_token =
-      std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), tok) != s.stop_token_ids.end();
-  if (stop_token || (!s.ignore_eos && tokenizer_.IsEog(tok))) {
-    Finish(s, FinishReason::kStop, out);
-  } else {
-    auto r = s.stop.Push(s.detok.Push(tok));
-    out->text = std::move(r.emit);
-    if (r.stopped) {
-      Finish(s, FinishReason::kStop, out);
-    } else if (s.n_generated >= s.max_tokens ||
-               static_cast<int64_t>(history.size()) + 1 >= context_limit()) {
-      Finish(s, FinishReason::kLength, out);
-    }
-  }
-  result->finished = s.finished;
+  const auto t_fwd = Clock::now();
+  RETURN_IF_ERROR(model_.Forward(batch_, kv_, threads_, &logits_));
+  last_step_.forward_s = std::chrono::duration<double>(Clock::now() - t_fwd).count();
+  last_step_.prefill_tokens = so.num_prefill_tokens;
+  last_step_.decode_tokens = so.num_decode_tokens;
+  last_step_.sequences = static_cast<int32_t>(so.chunks.size());
+  return Status::Ok();
 }
 
 Status Engine::Step(std::vector<SequenceOutput>* outputs) {
   // Cancelled requests leave before any work is scheduled for them.
-  std::vector<int64_t> cancels;
-  {
-    std::lock_guard<std::mutex> lock(cancel_mu_);
-    cancels.swap(cancel_requests_);
-  }
-  for (int64_t rid : cancels) {
-    auto it = request_seqs_.find(rid);
-    if (it == request_seqs_.end()) continue;
-    for (int64_t sid : it->second) {
-      auto s = seqs_.find(sid);
-      if (s == seqs_.end() || s->second->finished) continue;
-      SequenceOutput out = NewOutput(*s->second);
-      Finish(*s->second, FinishReason::kCancelled, &out);
-      scheduler_.Abort(sid);
-      outputs->push_back(std::move(out));
-      FinishUnforked(*s->second, FinishReason::kCancelled, outputs);
-    }
-  }
-
+  ApplyCancels(outputs);
+  Status status = Status::Ok();
   SchedulerOutput so = scheduler_.Schedule(Now());
-  for (int64_t sid : so.expired) {
-    auto s = seqs_.find(sid);
-    if (s == seqs_.end()) continue;
-    SequenceOutput out = NewOutput(*s->second);
-    Finish(*s->second, FinishReason::kDeadline, &out);
-    outputs->push_back(std::move(out));
-    FinishUnforked(*s->second, FinishReason::kDeadline, outputs);
-  }
+  for (int64_t sid : so.expired)
+    outputs_.FinishSequence(sid, FinishReason::kDeadline, scheduler_, outputs);
   last_step_ = {};
   if (so.empty()) {
     if (scheduler_.HasWork() && pool_.num_used() == 0)
-      return Internal("no sequence can be scheduled with an empty KV pool");
+      status = Internal("no sequence can be scheduled with an empty KV pool");
   } else {
-    for (const auto& [src, dst] : so.block_copies) kv_.CopyBlock(src, dst);
-    batch_.Clear();
-    for (const ScheduledChunk& c : so.chunks) {
-      const SeqState* st = scheduler_.Find(c.id);
-      batch_.Add(std::span<const int32_t>(st->tokens).subspan(c.pos_begin, c.n_tokens), c.pos_begin,
-                 st->blocks,
-                 c.sample ? BatchSequence::Logits::kLast : BatchSequence::Logits::kNone);
+    status = RunForward(so);
+    if (status.ok()) {
+      results_.clear();
+      outputs_.Process(so.chunks, logits_, model_.config().vocab, scheduler_,
+                       [this] { return next_seq_id_++; }, &results_, outputs);
+      scheduler_.UpdateFromOutput(so, results_);
     }
-    const auto t_fwd = Clock::now();
-    RETURN_IF_ERROR(model_.Forward(batch_, kv_, threads_, &logits_));
-    last_step_.forward_s = std::chrono::duration<double>(Clock::now() - t_fwd).count();
-    last_step_.prefill_tokens = so.num_prefill_tokens;
-    last_step_.decode_tokens = so.num_decode_tokens;
-    last_step_.sequences = static_cast<int32_t>(so.chunks.size());
-
-    const int vocab = model_.config().vocab;
-    std::vector<SeqResult> results;
-    int64_t row = 0;
-    for (const ScheduledChunk& c : so.chunks) {
-      if (!c.sample) continue;
-      std::span<float> lg(logits_.data() + row * vocab, vocab);
-      ++row;
-      Sequence& s = *seqs_.at(c.id);
-      const std::vector<int32_t>& history = scheduler_.Find(c.id)->tokens;
-      SeqResult result;
-      result.id = c.id;
-      std::vector<SeqResult> child_finishes;
-      if (s.pending_forks > 0) {
-        // n > 1: the other samples fork here, sharing the prompt's blocks,
-        // each sampling its first token from the same logits.
-        fork_logits_.assign(lg.begin(), lg.end());
-        for (int k = 1; k <= s.pending_forks; ++k) {
-          const int64_t cid = next_id_++;
-          GenerationRequest proto;
-          proto.prompt.resize(s.n_prompt);
-          proto.sampling = s.params;
-          if (proto.sampling.seed) *proto.sampling.seed += k;
-          proto.max_tokens = s.max_tokens;
-          proto.stop = s.stop_strings;
-          proto.stop_token_ids = s.stop_token_ids;
-          proto.ignore_eos = s.ignore_eos;
-          auto child = std::make_unique<Sequence>(cid, s.request_id, k, proto, tokenizer_,
-                                                  0x5eed0000ull + cid);
-          std::vector<float> lk = fork_logits_;
-          SequenceOutput cout = NewOutput(*child);
-          SeqResult cres;
-          cres.id = cid;
-          SampleInto(*child, lk, history, &cout, &cres);
-          if (cres.token >= 0) result.forks.emplace_back(cid, cres.token);
-          if (cres.finished && cres.token >= 0) child_finishes.push_back({cid, -1, true, {}});
-          outputs->push_back(std::move(cout));
-          request_seqs_[s.request_id].push_back(cid);
-          seqs_.emplace(cid, std::move(child));
-        }
-        s.pending_forks = 0;
-      }
-      SequenceOutput out = NewOutput(s);
-      SampleInto(s, lg, history, &out, &result);
-      outputs->push_back(std::move(out));
-      if (s.finished) FinishUnforked(s, FinishReason::kError, outputs);
-      results.push_back(std::move(result));
-      results.insert(results.end(), child_finishes.begin(), child_finishes.end());
-    }
-    scheduler_.UpdateFromOutput(so, results);
   }
-
-  // Forget finished sequences and requests.
-  for (auto it = seqs_.begin(); it != seqs_.end();) {
-    if (!it->second->finished) {
-      ++it;
-      continue;
-    }
-    scheduler_.Abort(it->first);  // no-op unless it still holds blocks
-    auto& ids = request_seqs_[it->second->request_id];
-    std::erase(ids, it->first);
-    if (ids.empty()) request_seqs_.erase(it->second->request_id);
-    it = seqs_.erase(it);
-  }
-  return Status::Ok();
+  // Finished sequences give their blocks back (no-op unless still held).
+  for (int64_t sid : outputs_.TakeFinished()) scheduler_.Abort(sid);
+  return status;
 }
 
 }  // namespace brisk

@@ -4,11 +4,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include "util/log.h"
+
 namespace brisk {
 
-EngineLoop::EngineLoop(Engine& engine, StepHook on_step)
+EngineLoop::EngineLoop(Engine& engine)
     : engine_(engine),
-      on_step_(std::move(on_step)),
       max_queued_{engine.scheduler().options().max_waiting[0],
                   engine.scheduler().options().max_waiting[1]} {
   stats_.kv_blocks_total = engine.block_pool().num_blocks();
@@ -16,6 +17,13 @@ EngineLoop::EngineLoop(Engine& engine, StepHook on_step)
 }
 
 EngineLoop::~EngineLoop() { Stop(); }
+
+EngineInfo EngineLoop::info() const {
+  EngineInfo i;
+  i.context_limit = engine_.context_limit();
+  i.vocab_size = engine_.vocab_size();
+  return i;
+}
 
 void EngineLoop::Stop() {
   {
@@ -32,38 +40,43 @@ Expected<int64_t> EngineLoop::Submit(GenerationRequest request, OutputSink sink)
   const int p = static_cast<int>(request.priority);
   const int64_t work = static_cast<int64_t>(request.prompt.size()) +
                        int64_t{request.max_tokens} * std::max(1, request.n);
-  int64_t ticket;
+  int64_t request_id;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status(StatusCode::kUnavailable, "the engine is shutting down");
     // stats_.scheduler.waiting lags by at most one step (conservative: a
     // sequence admitted during the step is still counted).
+    // Counted in sequences: a request of n samples takes n places.
+    const int n = std::max(1, request.n);
+    if (n > max_queued_[p])
+      return InvalidArgument("n = {} is more than the {} queue holds ({})", n,
+                             PriorityName(request.priority), max_queued_[p]);
     const int32_t queued = stats_.scheduler.queued[p] + inbox_count_[p];
-    if (queued >= max_queued_[p])
+    if (queued + n > max_queued_[p])
       return ResourceExhausted("the {} queue is full ({} waiting)", PriorityName(request.priority),
                                queued);
-    ticket = next_ticket_++;
-    ++inbox_count_[p];
+    request_id = next_request_id_++;
+    inbox_count_[p] += n;
     avg_work_tokens_ =
         avg_work_tokens_ == 0 ? double(work) : 0.95 * avg_work_tokens_ + 0.05 * double(work);
-    inbox_.push_back({ticket, std::move(request), std::move(sink)});
+    inbox_.push_back({request_id, std::move(request), std::move(sink)});
+    ++active_;
   }
-  ++active_;
   cv_.notify_one();
-  return ticket;
+  return request_id;
 }
 
-void EngineLoop::Cancel(int64_t ticket) {
+void EngineLoop::Cancel(int64_t request_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    cancels_.push_back(ticket);
+    cancels_.push_back(request_id);
   }
   cv_.notify_one();
 }
 
-EngineLoopStats EngineLoop::stats() const {
+EngineLoad EngineLoop::Load() const {
   std::lock_guard<std::mutex> lock(mu_);
-  EngineLoopStats s = stats_;
+  EngineLoad s = stats_;
   for (int p = 0; p < kNumPriorities; ++p)
     s.queued[p] = stats_.scheduler.waiting[p] + inbox_count_[p];
   return s;
@@ -93,6 +106,57 @@ void EngineLoop::RefreshStats() {
   stats_.tokens_per_s = token_rate_ewma_;
 }
 
+void EngineLoop::Admit(std::vector<Pending>& incoming) {
+  for (Pending& in : incoming) {
+    const Priority prio = in.request.priority;
+    const int n = std::max(1, in.request.n);
+    Status st = engine_.Add(in.request_id, std::move(in.request));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      inbox_count_[static_cast<int>(prio)] -= n;
+    }
+    if (!st.ok()) {
+      SequenceOutput out;
+      out.request_id = in.request_id;
+      out.finished = true;
+      out.reason = FinishReason::kError;
+      in.sink(out, st);
+      --active_;
+      continue;
+    }
+    by_id_[in.request_id] = Active{std::move(in.sink), n, prio};
+  }
+  incoming.clear();
+}
+
+void EngineLoop::Deliver(const std::vector<SequenceOutput>& outs) {
+  for (const SequenceOutput& out : outs) {
+    auto it = by_id_.find(out.request_id);
+    if (it == by_id_.end()) continue;
+    it->second.sink(out, Status::Ok());
+    if (out.finished && --it->second.remaining == 0) {
+      by_id_.erase(it);
+      --active_;
+    }
+  }
+}
+
+// A broken step fails everyone rather than spinning.
+void EngineLoop::FailAll(const Status& st) {
+  for (auto& [id, a] : by_id_) {
+    engine_.Cancel(id);
+    SequenceOutput out;
+    out.request_id = id;
+    out.finished = true;
+    out.reason = FinishReason::kError;
+    a.sink(out, st);
+    --active_;
+  }
+  by_id_.clear();
+  std::vector<SequenceOutput> outs;
+  (void)engine_.Step(&outs);  // frees what the cancels left
+}
+
 void EngineLoop::Run() {
   std::vector<SequenceOutput> outs;
   std::vector<Pending> incoming;
@@ -109,30 +173,8 @@ void EngineLoop::Run() {
       inbox_.clear();
       cancels.swap(cancels_);
     }
-    for (Pending& in : incoming) {
-      const Priority prio = in.request.priority;
-      const int n = std::max(1, in.request.n);
-      auto id = engine_.Add(std::move(in.request));
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        --inbox_count_[static_cast<int>(prio)];
-      }
-      if (!id.ok()) {
-        SequenceOutput out;
-        out.finished = true;
-        out.reason = FinishReason::kError;
-        in.sink(out, id.status());
-        --active_;
-        continue;
-      }
-      ticket_to_id_[in.ticket] = *id;
-      by_id_[*id] = Active{in.ticket, std::move(in.sink), n, prio};
-    }
-    incoming.clear();
-    for (int64_t t : cancels) {
-      auto it = ticket_to_id_.find(t);
-      if (it != ticket_to_id_.end()) engine_.Cancel(it->second);
-    }
+    Admit(incoming);
+    for (int64_t id : cancels) engine_.Cancel(id);
     cancels.clear();
     if (!engine_.HasWork()) {
       RefreshStats();
@@ -143,31 +185,10 @@ void EngineLoop::Run() {
     const auto t_step = Clock::now();
     Status st = engine_.Step(&outs);
     const double dt = std::chrono::duration<double>(Clock::now() - t_step).count();
-    if (!st.ok()) std::fprintf(stderr, "brisk: engine step failed: %s\n", st.ToString().c_str());
-    for (const SequenceOutput& out : outs) {
-      auto it = by_id_.find(out.seq_id);
-      if (it == by_id_.end()) continue;
-      it->second.sink(out, Status::Ok());
-      if (out.finished && --it->second.remaining == 0) {
-        ticket_to_id_.erase(it->second.ticket);
-        by_id_.erase(it);
-        --active_;
-      }
-    }
-    if (!st.ok()) {  // a broken step fails everyone rather than spinning
-      for (auto& [id, a] : by_id_) {
-        engine_.Cancel(id);
-        SequenceOutput out;
-        out.seq_id = id;
-        out.finished = true;
-        out.reason = FinishReason::kError;
-        a.sink(out, st);
-        --active_;
-      }
-      by_id_.clear();
-      ticket_to_id_.clear();
-      outs.clear();
-      (void)engine_.Step(&outs);
+    Deliver(outs);
+    if (!st.ok()) {
+      log::Error("engine step failed: {}", st.ToString());
+      FailAll(st);
     }
     const StepStats& ss = engine_.last_step();
     const int32_t tokens = ss.prefill_tokens + ss.decode_tokens;
@@ -176,12 +197,12 @@ void EngineLoop::Run() {
       token_rate_ewma_ = token_rate_ewma_ == 0 ? rate : 0.9 * token_rate_ewma_ + 0.1 * rate;
     }
     RefreshStats();
-    if (on_step_) on_step_(ss, engine_.scheduler().stats());
+    if (on_step_) on_step_(ss);
   }
   // Shutting down: everyone still in flight is cancelled.
   for (auto& [id, a] : by_id_) {
     SequenceOutput out;
-    out.seq_id = id;
+    out.request_id = id;
     out.finished = true;
     out.reason = FinishReason::kCancelled;
     a.sink(out, Status::Ok());
@@ -190,6 +211,7 @@ void EngineLoop::Run() {
   std::lock_guard<std::mutex> lock(mu_);
   for (Pending& in : inbox_) {
     SequenceOutput out;
+    out.request_id = in.request_id;
     out.finished = true;
     out.reason = FinishReason::kCancelled;
     in.sink(out, Status::Ok());

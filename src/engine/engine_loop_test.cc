@@ -86,7 +86,7 @@ TEST_F(EngineLoopTest, FullQueueIsRejectedAtOnceWithRetryAfter) {
   GenerationRequest empty;
   EXPECT_EQ(loop.Submit(empty, c.Sink(99)).status().code(), StatusCode::kInvalidArgument);
   while (c.done.load() < accepted) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_GT(loop.stats().finished_per_s, 0.0);
+  EXPECT_GT(loop.Load().finished_per_s, 0.0);
 }
 
 }  // namespace

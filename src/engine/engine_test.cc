@@ -30,7 +30,7 @@ class EngineTest : public DefaultModelTest {
       outs.clear();
       EXPECT_TRUE(e.Step(&outs).ok());
       for (auto& o : outs) {
-        auto& r = res[o.seq_id];
+        auto& r = res[o.request_id];
         r.tokens.insert(r.tokens.end(), o.new_tokens.begin(), o.new_tokens.end());
         r.text += o.text;
         if (o.finished) r.reason = o.reason;
@@ -153,7 +153,7 @@ TEST_F(EngineTest, CancelFreesBlocksWithinOneStep) {
   ASSERT_TRUE(e.Step(&outs).ok());
   bool saw_cancel = false;
   for (auto& o : outs)
-    if (o.seq_id == a && o.finished) saw_cancel = o.reason == FinishReason::kCancelled;
+    if (o.request_id == a && o.finished) saw_cancel = o.reason == FinishReason::kCancelled;
   EXPECT_TRUE(saw_cancel);
   auto res = RunAll(e);
   EXPECT_EQ(res[b].reason, FinishReason::kLength);
@@ -179,7 +179,7 @@ TEST_F(EngineTest, CancelFromAnotherThread) {
     ASSERT_TRUE(e.Step(&outs).ok());
     if (++steps == 2) go.store(true);
     for (auto& o : outs)
-      if (o.finished) reason[o.seq_id] = o.reason;
+      if (o.finished) reason[o.request_id] = o.reason;
   }
   canceller.join();
   EXPECT_EQ(reason.size(), ids.size());
@@ -232,7 +232,7 @@ TEST_F(EngineTest, NSamplesShareThePrompt) {
     outs.clear();
     ASSERT_TRUE(e.Step(&outs).ok());
     for (auto& o : outs) {
-      EXPECT_EQ(o.seq_id, id);
+      EXPECT_EQ(o.request_id, id);
       by_index[o.index].insert(by_index[o.index].end(), o.new_tokens.begin(), o.new_tokens.end());
       finished += o.finished;
     }
@@ -253,7 +253,7 @@ TEST_F(EngineTest, NSamplesShareThePrompt) {
     outs.clear();
     ASSERT_TRUE(e.Step(&outs).ok());
     for (auto& o : outs)
-      if (o.seq_id == tid)
+      if (o.request_id == tid)
         samples[o.index].insert(samples[o.index].end(), o.new_tokens.begin(), o.new_tokens.end());
   }
   ASSERT_EQ(samples.size(), 4u);

@@ -1,78 +1,96 @@
-// The OpenAI-compatible front door: HTTP routes, authentication, admission,
-// streaming, cancellation on disconnect, deadlines, drain, /metrics.
+// The OpenAI-compatible front door: HTTP routes, admission, streaming,
+// cancellation on disconnect, deadlines, drain, /metrics, the access log.
 //
 //   POST /v1/chat/completions, POST /v1/completions   (stream or not, n, stop, ...)
-//   GET  /v1/models, /health (alive), /ready (model loaded, not draining), /metrics
+//   GET  /v1/models, /health (alive), /ready (not draining), /metrics
 //
-// HTTP threads parse, tokenize and submit to the EngineLoop (never run the
-// model); outputs come back on the engine thread and are written through the
-// connection's Responder. A client that goes away cancels its generation;
-// the KV blocks are free within one engine step.
+// The request path (README, "The request path"): an HTTP I/O thread parses
+// the request and routes it; generation requests are prepared (auth, body,
+// limits, chat template, tokens: server/request_preparation.h) on a worker
+// strand, submitted through the engine-client seam (engine/engine_client.h),
+// and answered by a ResponseStream (server/response_stream.h) on the same
+// strand as the engine's outputs arrive. The server knows nothing of models
+// or engines beyond that interface and the prompt renderer: any EngineClient
+// serves (the in-process engine thread, a remote engine, a test's script).
 #pragma once
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
 
-#include "engine/engine.h"
-#include "engine/engine_loop.h"
-#include "model/chat_template.h"
-#include "model/llama_model.h"
-#include "model/tokenizer.h"
+#include "engine/engine_client.h"
+#include "model/prompt_renderer.h"
+#include "server/access_log.h"
 #include "server/config.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/request_preparation.h"
 #include "util/status.h"
 
 namespace brisk {
 
 class ServerMetrics;
+struct ResponseSummary;
 
 class OpenAiServer {
  public:
-  // Builds the engine from `config` (scheduler, cache, limits) over a loaded
-  // model and starts listening. `model_id` is what /v1/models lists and what
-  // requests must name.
+  // Starts listening. `model_id` is what /v1/models lists and what requests
+  // must name. `engine` and `renderer` must outlive the server, and the
+  // engine must stop calling sinks before the server is destroyed (outputs
+  // arriving after Stop() are dropped).
   static Expected<std::unique_ptr<OpenAiServer>> Start(const InferenceConfig& config,
-                                                       LlamaModel& model,
-                                                       const Tokenizer& tokenizer,
-                                                       std::string model_id, int n_threads);
+                                                       EngineClient& engine,
+                                                       const PromptRenderer& renderer,
+                                                       std::string model_id,
+                                                       std::unique_ptr<AccessLog> access_log);
   ~OpenAiServer();
 
   int port() const;
-  const std::string& model_id() const { return model_id_; }
+  const std::string& model_id() const { return prep_.model_id; }
   // Graceful drain: /ready turns false and new requests get 503; running
   // ones continue.
   void BeginDrain();
   bool draining() const { return draining_.load(); }
   // Waits until no request is in flight or `timeout` passes; true if idle.
   bool WaitIdle(std::chrono::milliseconds timeout) const;
-  // Cancels what is left, stops the engine thread and the HTTP server.
+  // Gives responses still in flight a moment to flush, then closes every
+  // connection. Cancel the engine's work first (stopping the in-process
+  // engine thread does).
   void Stop();
   int64_t active_requests() const { return active_.load(); }
+  metrics::Registry& registry() { return registry_; }
 
  private:
-  struct RequestCtx;
-  OpenAiServer(const InferenceConfig& config, LlamaModel& model, const Tokenizer& tokenizer,
-               std::string model_id, const EngineOptions& engine_options);
+  struct Executors;
+  struct Route;
+  OpenAiServer(const InferenceConfig& config, EngineClient& engine, const PromptRenderer& renderer,
+               std::string model_id, std::unique_ptr<AccessLog> access_log);
   void Handle(http::Request&& req, std::shared_ptr<http::Responder> res);
-  void HandleGeneration(int endpoint, http::Request&& req, std::shared_ptr<http::Responder> res);
-  void OnOutput(const std::shared_ptr<RequestCtx>& ctx, int prompt_index, const SequenceOutput& out,
-                const Status& error);
-  void FinishRequest(RequestCtx& ctx);
+  void Health(http::Request&& req, std::shared_ptr<http::Responder> res);
+  void Ready(http::Request&& req, std::shared_ptr<http::Responder> res);
+  void Metrics(http::Request&& req, std::shared_ptr<http::Responder> res);
+  void Models(http::Request&& req, std::shared_ptr<http::Responder> res);
+  void ChatCompletions(http::Request&& req, std::shared_ptr<http::Responder> res);
+  void Completions(http::Request&& req, std::shared_ptr<http::Responder> res);
+  void Generate(int endpoint, http::Request&& req, std::shared_ptr<http::Responder> res);
+  // On the request's strand: prepare, submit, answer.
+  void RunGeneration(int endpoint, const http::Request& req, std::shared_ptr<http::Responder> res,
+                     Clock::time_point arrival, const boost::asio::any_io_executor& strand);
+  void Reject(const api::ApiError& e, const char* outcome, http::Responder& res,
+              http::Headers extra = {});
+  void LogAccess(const http::Request& req, int endpoint, const std::string& id,
+                 const PreparedRequest* prep, const ResponseSummary& summary);
 
   InferenceConfig config_;
-  LlamaModel& model_;
-  const Tokenizer& tokenizer_;
-  std::string model_id_;
-  std::unique_ptr<ChatTemplate> template_;
-  std::string bos_text_, eos_text_;
+  EngineClient& engine_;
+  PreparationContext prep_;
   int64_t created_unix_;
   metrics::Registry registry_;
   std::unique_ptr<ServerMetrics> metrics_;
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<EngineLoop> loop_;
+  std::unique_ptr<AccessLog> access_log_;
+  std::shared_ptr<Executors> executors_;
   std::unique_ptr<http::Server> http_;
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> active_{0};

@@ -1,0 +1,59 @@
+// What goes into an engine and what comes out of it: plain data that crosses
+// the engine-client seam (engine/engine_client.h) unchanged.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+
+namespace brisk {
+
+using Clock = std::chrono::steady_clock;
+
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kDeadline, kError };
+const char* FinishReasonName(FinishReason r);  // "stop", "length", "cancelled", "deadline", "error"
+
+// One tokenized prompt with everything that decides its generation.
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int max_tokens = 256;
+  int n = 1;                            // samples; they share the prompt's KV blocks
+  std::vector<std::string> stop;        // stop strings
+  std::vector<int32_t> stop_token_ids;  // extra tokens that end generation (not emitted)
+  bool ignore_eos = false;
+  Priority priority = Priority::kInteractive;
+  std::optional<Clock::time_point> arrival;   // default: when the engine takes it
+  std::optional<Clock::time_point> deadline;  // generation ends with kDeadline after it
+  std::string cache_salt;                     // prefix-cache isolation (tenant)
+};
+
+// What one sample of a request produced in one step. Usage and timings are
+// set on the sample's finished output.
+struct SequenceOutput {
+  int64_t request_id = 0;
+  int index = 0;  // which of the request's n samples
+  std::vector<int32_t> new_tokens;
+  std::string text;  // text completed this step (never half a UTF-8 char)
+  bool finished = false;
+  FinishReason reason = FinishReason::kNone;
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;      // prompt tokens served from the prefix cache
+  int32_t completion_tokens = 0;  // of this sample
+  double queue_s = -1;            // arrival -> first scheduled
+};
+
+// Per-step numbers for metrics.
+struct StepStats {
+  double forward_s = 0;
+  int32_t prefill_tokens = 0;
+  int32_t decode_tokens = 0;
+  int32_t sequences = 0;
+};
+
+}  // namespace brisk

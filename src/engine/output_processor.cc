@@ -1,0 +1,235 @@
+#include "engine/output_processor.h"
+
+#include <algorithm>
+
+namespace brisk {
+
+// What a sample keeps between steps beyond the scheduler's plain state.
+struct OutputProcessor::Sequence {
+  Sequence(int64_t seq_id_, int64_t request_id_, int index_, const GenerationRequest& r,
+           const Tokenizer& tok)
+      : seq_id(seq_id_),
+        request_id(request_id_),
+        index(index_),
+        n_prompt(static_cast<int32_t>(r.prompt.size())),
+        max_tokens(r.max_tokens),
+        ignore_eos(r.ignore_eos),
+        params(r.sampling),
+        sampler(r.sampling, 0x5eed0000ull + seq_id_),
+        detok(tok),
+        stop_strings(r.stop),
+        stop(r.stop),
+        stop_token_ids(r.stop_token_ids) {}
+
+  // Sample `k` of the same request, from this one right after its prompt was
+  // computed: the same limits and stops, nothing generated yet, its own
+  // sampler (a request seed moves by k so the samples differ).
+  std::unique_ptr<Sequence> Fork(int64_t child_id, int k, const Tokenizer& tok) const {
+    GenerationRequest proto;
+    proto.sampling = params;
+    if (proto.sampling.seed) *proto.sampling.seed += k;
+    proto.max_tokens = max_tokens;
+    proto.stop = stop_strings;
+    proto.stop_token_ids = stop_token_ids;
+    proto.ignore_eos = ignore_eos;
+    auto child = std::make_unique<Sequence>(child_id, request_id, k, proto, tok);
+    child->n_prompt = n_prompt;
+    return child;
+  }
+
+  SequenceOutput NewOutput() const {
+    SequenceOutput out;
+    out.request_id = request_id;
+    out.index = index;
+    return out;
+  }
+
+  int64_t seq_id;
+  int64_t request_id;
+  int index;
+  int32_t n_prompt;
+  int32_t n_generated = 0;
+  int max_tokens;
+  bool ignore_eos;
+  int pending_forks = 0;  // n - 1 until the first token is sampled
+  SamplingParams params;
+  Sampler sampler;
+  IncrementalDetokenizer detok;
+  std::vector<std::string> stop_strings;
+  StopMatcher stop;
+  std::vector<int32_t> stop_token_ids;
+  bool finished = false;
+  int32_t cached_tokens = 0;  // from the scheduler, kept by NoteScheduled
+  double queue_s = -1;
+};
+
+OutputProcessor::OutputProcessor(const Tokenizer& tokenizer, int64_t context_limit)
+    : tokenizer_(tokenizer), context_limit_(context_limit) {}
+
+OutputProcessor::~OutputProcessor() = default;
+
+void OutputProcessor::Add(int64_t request_id, int64_t seq_id, const GenerationRequest& r) {
+  auto s = std::make_unique<Sequence>(seq_id, request_id, 0, r, tokenizer_);
+  s->pending_forks = std::max(1, r.n) - 1;
+  seqs_.emplace(seq_id, std::move(s));
+  request_seqs_[request_id].push_back(seq_id);
+}
+
+void OutputProcessor::MarkFinished(Sequence& s) {
+  if (s.finished) return;
+  s.finished = true;
+  finished_.push_back(s.seq_id);
+}
+
+void OutputProcessor::Finish(Sequence& s, FinishReason reason, const Scheduler& scheduler,
+                             SequenceOutput* out) {
+  MarkFinished(s);
+  out->finished = true;
+  out->reason = reason;
+  // Held-back text is the user's unless a stop string cut it off.
+  if (reason != FinishReason::kStop || !s.stop.stopped()) {
+    out->text += s.stop.Push(s.detok.Flush()).emit;
+    out->text += s.stop.Flush();
+  }
+  out->prompt_tokens = s.n_prompt;
+  out->completion_tokens = s.n_generated;
+  if (const SeqState* st = scheduler.Find(s.seq_id)) NoteScheduled(*st);
+  out->cached_tokens = s.cached_tokens;
+  out->queue_s = s.queue_s;
+}
+
+void OutputProcessor::NoteScheduled(const SeqState& st) {
+  auto it = seqs_.find(st.id);
+  if (it == seqs_.end()) return;
+  Sequence& s = *it->second;
+  s.cached_tokens = std::max(0, st.num_cached_prompt);
+  if (st.first_scheduled_s >= 0) s.queue_s = st.first_scheduled_s - st.arrival_s;
+}
+
+void OutputProcessor::FinishUnforked(Sequence& s, FinishReason reason,
+                                     std::vector<SequenceOutput>* outputs) {
+  for (int k = 1; k <= s.pending_forks; ++k) {
+    SequenceOutput out = s.NewOutput();
+    out.index = k;
+    out.finished = true;
+    out.reason = reason;
+    out.prompt_tokens = s.n_prompt;
+    outputs->push_back(std::move(out));
+  }
+  s.pending_forks = 0;
+}
+
+void OutputProcessor::FinishRequest(int64_t request_id, FinishReason reason,
+                                    const Scheduler& scheduler,
+                                    std::vector<SequenceOutput>* outputs) {
+  auto it = request_seqs_.find(request_id);
+  if (it == request_seqs_.end()) return;
+  for (int64_t sid : it->second) {
+    auto s = seqs_.find(sid);
+    if (s == seqs_.end() || s->second->finished) continue;
+    SequenceOutput out = s->second->NewOutput();
+    Finish(*s->second, reason, scheduler, &out);
+    outputs->push_back(std::move(out));
+    FinishUnforked(*s->second, reason, outputs);
+  }
+}
+
+void OutputProcessor::FinishSequence(int64_t seq_id, FinishReason reason,
+                                     const Scheduler& scheduler,
+                                     std::vector<SequenceOutput>* outputs) {
+  auto s = seqs_.find(seq_id);
+  if (s == seqs_.end() || s->second->finished) return;
+  SequenceOutput out = s->second->NewOutput();
+  Finish(*s->second, reason, scheduler, &out);
+  outputs->push_back(std::move(out));
+  FinishUnforked(*s->second, reason, outputs);
+}
+
+void OutputProcessor::Sample(Sequence& s, std::span<float> logits,
+                             std::span<const int32_t> history, const Scheduler& scheduler,
+                             SequenceOutput* out, SeqResult* result) {
+  const int32_t tok = s.sampler.Sample(logits, history);
+  if (tok < 0) {
+    Finish(s, FinishReason::kError, scheduler, out);
+    result->finished = true;
+    return;
+  }
+  result->token = tok;
+  ++s.n_generated;
+  out->new_tokens.push_back(tok);
+  const bool stop_token =
+      std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), tok) != s.stop_token_ids.end();
+  if (stop_token || (!s.ignore_eos && tokenizer_.IsEog(tok))) {
+    Finish(s, FinishReason::kStop, scheduler, out);
+  } else {
+    auto r = s.stop.Push(s.detok.Push(tok));
+    out->text = std::move(r.emit);
+    if (r.stopped) {
+      Finish(s, FinishReason::kStop, scheduler, out);
+    } else if (s.n_generated >= s.max_tokens ||
+               static_cast<int64_t>(history.size()) + 1 >= context_limit_) {
+      Finish(s, FinishReason::kLength, scheduler, out);
+    }
+  }
+  result->finished = s.finished;
+}
+
+void OutputProcessor::Process(std::span<const ScheduledChunk> chunks, std::span<float> logits,
+                              int vocab, const Scheduler& scheduler,
+                              const std::function<int64_t()>& new_seq_id,
+                              std::vector<SeqResult>* results,
+                              std::vector<SequenceOutput>* outputs) {
+  int64_t row = 0;
+  for (const ScheduledChunk& c : chunks) {
+    if (!c.sample) continue;
+    std::span<float> lg = logits.subspan(row * vocab, vocab);
+    ++row;
+    Sequence& s = *seqs_.at(c.id);
+    const std::vector<int32_t>& history = scheduler.Find(c.id)->tokens;
+    SeqResult result;
+    result.id = c.id;
+    std::vector<SeqResult> child_finishes;
+    if (s.pending_forks > 0) {
+      // The other samples fork here, sharing the prompt's blocks, each
+      // drawing its first token from the same logits.
+      fork_logits_.assign(lg.begin(), lg.end());
+      for (int k = 1; k <= s.pending_forks; ++k) {
+        const int64_t cid = new_seq_id();
+        auto child = s.Fork(cid, k, tokenizer_);
+        std::vector<float> lk = fork_logits_;
+        SequenceOutput cout = child->NewOutput();
+        SeqResult cres;
+        cres.id = cid;
+        Sample(*child, lk, history, scheduler, &cout, &cres);
+        if (cres.token >= 0) result.forks.emplace_back(cid, cres.token);
+        if (cres.finished && cres.token >= 0) child_finishes.push_back({cid, -1, true, {}});
+        outputs->push_back(std::move(cout));
+        request_seqs_[s.request_id].push_back(cid);
+        seqs_.emplace(cid, std::move(child));
+      }
+      s.pending_forks = 0;
+    }
+    SequenceOutput out = s.NewOutput();
+    Sample(s, lg, history, scheduler, &out, &result);
+    outputs->push_back(std::move(out));
+    results->push_back(std::move(result));
+    results->insert(results->end(), child_finishes.begin(), child_finishes.end());
+  }
+}
+
+std::vector<int64_t> OutputProcessor::TakeFinished() {
+  std::vector<int64_t> done;
+  done.swap(finished_);
+  for (int64_t sid : done) {
+    auto it = seqs_.find(sid);
+    if (it == seqs_.end()) continue;
+    const int64_t rid = it->second->request_id;
+    auto& ids = request_seqs_[rid];
+    std::erase(ids, sid);
+    if (ids.empty()) request_seqs_.erase(rid);
+    seqs_.erase(it);
+  }
+  return done;
+}
+
+}  // namespace brisk

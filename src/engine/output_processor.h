@@ -1,0 +1,84 @@
+// Turns one step's logits into what each request sees: per-sequence sampler
+// state, the incremental detokenizer, stop tokens and stop strings, length
+// limits, and n > 1 forks. The engine step is
+//
+//   schedule -> forward -> OutputProcessor::Process -> scheduler.UpdateFromOutput
+//
+// and every way a sample can end (stop, length, cancel, deadline, error) goes
+// through Finish(), which flushes held-back text and fills usage.
+//
+// n > 1: a request starts as one sequence; when its prompt is computed, the
+// other n - 1 samples Fork() from it (same prompt KV blocks, their own
+// sampler seeded apart) and each draws its first token from the same logits.
+//
+// Engine-thread only: no locks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/generation.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "engine/stop_matcher.h"
+#include "model/tokenizer.h"
+#include "model/tokenizer_incremental.h"
+
+namespace brisk {
+
+class OutputProcessor {
+ public:
+  // context_limit: a sample also ends (kLength) when prompt + output reach it.
+  OutputProcessor(const Tokenizer& tokenizer, int64_t context_limit);
+  ~OutputProcessor();
+
+  // A new request whose first sample runs as sequence `seq_id`.
+  void Add(int64_t request_id, int64_t seq_id, const GenerationRequest& request);
+
+  // Ends every unfinished sample of a request (cancel): one finished output
+  // each, including samples not forked yet. Unknown requests are ignored.
+  void FinishRequest(int64_t request_id, FinishReason reason, const Scheduler& scheduler,
+                     std::vector<SequenceOutput>* outputs);
+  // Ends one sequence the scheduler already ended on its own (deadline).
+  void FinishSequence(int64_t seq_id, FinishReason reason, const Scheduler& scheduler,
+                      std::vector<SequenceOutput>* outputs);
+
+  // Samples every chunk with `sample` set, in order; the r-th such chunk owns
+  // logits row r ([rows][vocab], modified in place). Fork ids come from
+  // `new_seq_id`. Appends one SeqResult per sampled chunk (plus finishes of
+  // forks that ended on their first token) for Scheduler::UpdateFromOutput.
+  void Process(std::span<const ScheduledChunk> chunks, std::span<float> logits, int vocab,
+               const Scheduler& scheduler, const std::function<int64_t()>& new_seq_id,
+               std::vector<SeqResult>* results, std::vector<SequenceOutput>* outputs);
+
+  // Sequences that finished since the last call; their state is gone.
+  std::vector<int64_t> TakeFinished();
+  // Keeps what usage reports from the scheduler's state of a scheduled
+  // sequence (cached prompt tokens, queue time), so a sequence the scheduler
+  // drops on its own (deadline) still reports them.
+  void NoteScheduled(const SeqState& state);
+  // Sequences tracked, finished ones included until TakeFinished().
+  size_t num_sequences() const { return seqs_.size(); }
+
+ private:
+  struct Sequence;
+  void Finish(Sequence& s, FinishReason reason, const Scheduler& scheduler, SequenceOutput* out);
+  // Outputs for samples that were never forked (the request ended first).
+  void FinishUnforked(Sequence& s, FinishReason reason, std::vector<SequenceOutput>* outputs);
+  void Sample(Sequence& s, std::span<float> logits, std::span<const int32_t> history,
+              const Scheduler& scheduler, SequenceOutput* out, SeqResult* result);
+  void MarkFinished(Sequence& s);
+
+  const Tokenizer& tokenizer_;
+  const int64_t context_limit_;
+  std::unordered_map<int64_t, std::unique_ptr<Sequence>> seqs_;  // by sequence id
+  std::unordered_map<int64_t, std::vector<int64_t>> request_seqs_;
+  std::vector<int64_t> finished_;
+  std::vector<float> fork_logits_;
+};
+
+}  // namespace brisk

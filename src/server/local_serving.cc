@@ -1,0 +1,64 @@
+#include "server/local_serving.h"
+
+namespace brisk {
+
+EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threads) {
+  EngineOptions eo;
+  eo.n_threads = n_threads;
+  eo.block_size = config.cache.block_size;
+  eo.kv_budget_bytes = config.scheduler.kv_cache_bytes;
+  eo.max_batch_tokens = config.scheduler.max_batch_tokens;
+  eo.max_concurrent_sequences = config.scheduler.max_concurrent_sequences;
+  eo.prefill_chunk_tokens = config.scheduler.prefill_chunk_tokens;
+  eo.continuous_batching = config.scheduler.continuous_batching;
+  eo.prefix_cache = config.cache.prefix_cache;
+  eo.aging_s = config.scheduler.aging_seconds;
+  eo.max_waiting[0] = config.limits.max_queue_interactive;
+  eo.max_waiting[1] = config.limits.max_queue_batch;
+  eo.max_context_tokens = config.model.max_context_tokens;
+  eo.prefault_kv = true;  // first requests do not pay the KV pool's page faults
+  return eo;
+}
+
+Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfig& config,
+                                                            LlamaModel& model,
+                                                            const Tokenizer& tokenizer,
+                                                            std::string model_id, int n_threads) {
+  if (!config.cache.kv_cache)
+    return InvalidArgument(
+        "cache.kv_cache: false is not supported: the engine always keeps a paged KV cache");
+  if (config.model.precision != "native")
+    return Unimplemented(
+        "model.precision: {} is not supported yet; supported: native (the file's own tensor "
+        "types: F32/F16/BF16/Q8_0/Q4_0/Q4_1/Q4_K/Q6_K)",
+        config.model.precision);
+  if (config.model.max_context_tokens > model.config().context_length)
+    return InvalidArgument("model.max_context_tokens {} exceeds the model's context length {}",
+                           config.model.max_context_tokens, model.config().context_length);
+  auto access_log = AccessLog::Create(config.logging);
+  if (!access_log.ok()) return access_log.status().WithContext("logging.access_log_path");
+
+  std::unique_ptr<LocalServing> s(new LocalServing());
+  auto renderer = PromptRenderer::FromGguf(model.file(), tokenizer);
+  if (!renderer.ok()) return renderer.status();
+  s->renderer_ = std::move(*renderer);
+  s->engine_ = std::make_unique<Engine>(model, tokenizer, EngineOptionsFromConfig(config, n_threads));
+  s->loop_ = std::make_unique<EngineLoop>(*s->engine_);
+  auto server = OpenAiServer::Start(config, *s->loop_, *s->renderer_, std::move(model_id),
+                                    std::move(*access_log));
+  if (!server.ok()) return server.status();
+  s->server_ = std::move(*server);
+  return s;
+}
+
+LocalServing::~LocalServing() { Stop(); }
+
+void LocalServing::Stop() {
+  if (server_) server_->BeginDrain();
+  // The engine thread cancels what is left; the server then flushes those
+  // answers and closes the connections.
+  if (loop_) loop_->Stop();
+  if (server_) server_->Stop();
+}
+
+}  // namespace brisk

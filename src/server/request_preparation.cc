@@ -1,0 +1,223 @@
+#include "server/request_preparation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+namespace brisk {
+
+api::ApiError MakeApiError(int status, std::string type, std::string message, std::string code,
+                           std::string param) {
+  api::ApiError e;
+  e.http_status = status;
+  e.type = std::move(type);
+  e.message = std::move(message);
+  e.code = std::move(code);
+  e.param = std::move(param);
+  return e;
+}
+
+namespace {
+
+api::ApiError Invalid(std::string message, std::string code = "invalid_value",
+                      std::string param = "") {
+  return MakeApiError(400, "invalid_request_error", std::move(message), std::move(code),
+                      std::move(param));
+}
+
+Priority ToPriority(api::Priority p) {
+  return p == api::Priority::kBatch ? Priority::kBatch : Priority::kInteractive;
+}
+
+// The server's caps on what one request may ask for.
+std::optional<api::ApiError> CheckLimits(const InferenceConfig& config, const api::ApiRequest& ar) {
+  const auto& lim = config.limits;
+  if (ar.n > lim.max_n)
+    return Invalid(fmt::format("n = {} is over this server's limit of {}", ar.n, lim.max_n),
+                   "invalid_value", "n");
+  if (static_cast<int>(ar.stop.size()) > lim.max_stop_strings)
+    return Invalid(fmt::format("At most {} stop strings are allowed", lim.max_stop_strings),
+                   "invalid_value", "stop");
+  if (ar.max_tokens && *ar.max_tokens > lim.max_tokens)
+    return Invalid(fmt::format("max_tokens = {} is over this server's limit of {}", *ar.max_tokens,
+                               lim.max_tokens),
+                   "invalid_value", "max_tokens");
+  const size_t n_prompts = ar.prompts.size() + ar.prompt_tokens.size();
+  if (n_prompts > static_cast<size_t>(lim.max_prompts_per_request))
+    return Invalid(fmt::format("{} prompts in one request; this server's limit is {}", n_prompts,
+                               lim.max_prompts_per_request),
+                   "invalid_value", "prompt");
+  if (ar.stream && !config.response.streaming)
+    return Invalid("Streaming is disabled on this server", "unsupported", "stream");
+  return std::nullopt;
+}
+
+// The body's "priority", else the X-Priority header, else interactive.
+std::variant<Priority, api::ApiError> RequestPriority(const api::ApiRequest& ar,
+                                                      const http::Request& req) {
+  if (ar.priority) return ToPriority(*ar.priority);
+  if (auto h = req.Header("X-Priority"); !h.empty()) {
+    auto p = api::ParsePriority(h);
+    if (!p.ok()) return Invalid("X-Priority must be 'interactive' or 'batch'");
+    return ToPriority(*p);
+  }
+  return Priority::kInteractive;
+}
+
+// The body's "timeout", else the X-Request-Timeout header, else the default;
+// capped by the server's maximum.
+std::variant<double, api::ApiError> RequestTimeout(const InferenceConfig& config,
+                                                   const api::ApiRequest& ar,
+                                                   const http::Request& req) {
+  double timeout_s = config.limits.default_timeout_s;
+  if (ar.timeout_s) {
+    timeout_s = *ar.timeout_s;
+  } else if (auto h = req.Header("X-Request-Timeout"); !h.empty()) {
+    char* end = nullptr;
+    std::string hv(h);
+    const double v = std::strtod(hv.c_str(), &end);
+    if (end == hv.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0)
+      return Invalid("X-Request-Timeout must be a positive number of seconds");
+    timeout_s = v;
+  }
+  return std::min(timeout_s, config.limits.max_timeout_s);
+}
+
+// Prompts -> token ids: the chat template for chat, the raw prompts (text or
+// ids) for completions.
+std::variant<std::vector<std::vector<int32_t>>, api::ApiError> Tokenize(
+    const PreparationContext& ctx, api::ApiRequest& ar) {
+  std::vector<std::vector<int32_t>> prompts;
+  if (ar.endpoint == api::Endpoint::kChatCompletions) {
+    if (!ctx.renderer->has_chat_template())
+      return Invalid("This model has no chat template; use /v1/completions", "unsupported");
+    auto tokens = ctx.renderer->EncodeChat(ar.messages);
+    if (!tokens.ok())
+      return Invalid("The chat template rejected the messages: " + tokens.status().message(),
+                     "invalid_value", "messages");
+    prompts.push_back(std::move(*tokens));
+    return prompts;
+  }
+  for (const auto& p : ar.prompts) prompts.push_back(ctx.renderer->EncodeCompletion(p));
+  const int32_t vocab = ctx.engine.vocab_size;
+  for (auto& p : ar.prompt_tokens) {
+    for (int32_t t : p)
+      if (t < 0 || t >= vocab)
+        return Invalid(fmt::format("Token id {} is outside the vocabulary (0..{})", t, vocab - 1),
+                       "invalid_value", "prompt");
+    prompts.push_back(std::move(p));
+  }
+  return prompts;
+}
+
+// max_tokens for one prompt, or the context_length_exceeded error.
+std::variant<int, api::ApiError> MaxTokensFor(const PreparationContext& ctx,
+                                              const api::ApiRequest& ar, int64_t n_prompt) {
+  const int64_t ctx_len = ctx.engine.context_limit;
+  if (n_prompt == 0) return Invalid("The prompt is empty", "invalid_value", "prompt");
+  const int64_t room = ctx_len - n_prompt;
+  const int64_t want = ar.max_tokens
+                           ? *ar.max_tokens
+                           : std::min<int64_t>(ctx.config->limits.default_max_tokens, room);
+  if (room < 1 || n_prompt + want > ctx_len) {
+    const int64_t shown = std::max<int64_t>(want, 1);
+    return Invalid(
+        fmt::format("This model's maximum context length is {} tokens. However, you requested {} "
+                    "tokens ({} in the prompt, {} for the completion). Please reduce the prompt "
+                    "or max_tokens.",
+                    ctx_len, n_prompt + shown, n_prompt, shown),
+        "context_length_exceeded",
+        ar.max_tokens ? "max_tokens"
+                      : (ar.endpoint == api::Endpoint::kCompletions ? "prompt" : "messages"));
+  }
+  return static_cast<int>(want);
+}
+
+}  // namespace
+
+std::variant<Caller, api::ApiError> Authenticate(const InferenceConfig& config,
+                                                 std::string_view auth) {
+  if (config.keys.empty()) return Caller{};
+  const ApiKeyConfig* key = nullptr;
+  if (auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer ")) {
+    std::string_view token = auth.substr(7);
+    for (const auto& k : config.keys)
+      if (k.key == token) key = &k;
+  }
+  if (!key)
+    return MakeApiError(401, "invalid_request_error",
+                        auth.empty() ? "Missing API key: send Authorization: Bearer <key>"
+                                     : "Incorrect API key provided",
+                        "invalid_api_key");
+  return Caller{key->tenant, key->feature};
+}
+
+std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationContext& ctx,
+                                                            api::Endpoint endpoint,
+                                                            const http::Request& req,
+                                                            Clock::time_point arrival) {
+  const InferenceConfig& config = *ctx.config;
+  auto caller = Authenticate(config, req.Header("Authorization"));
+  if (auto* e = std::get_if<api::ApiError>(&caller)) return *e;
+
+  auto parsed = api::ParseRequest(endpoint, req.body);
+  if (auto* e = std::get_if<api::ApiError>(&parsed)) return *e;
+  api::ApiRequest& ar = std::get<api::ApiRequest>(parsed);
+  if (ar.model != ctx.model_id)
+    return MakeApiError(
+        404, "invalid_request_error",
+        "The model '" + ar.model + "' does not exist; this server serves '" + ctx.model_id + "'",
+        "model_not_found", "model");
+  if (auto e = CheckLimits(config, ar)) return *e;
+  auto priority = RequestPriority(ar, req);
+  if (auto* e = std::get_if<api::ApiError>(&priority)) return *e;
+  auto timeout_s = RequestTimeout(config, ar, req);
+  if (auto* e = std::get_if<api::ApiError>(&timeout_s)) return *e;
+  // Every prompt x sample is a sequence that waits in the queue of its
+  // priority: a request that can never be admitted whole is a 400, not a 429.
+  const int64_t sequences =
+      int64_t{ar.n} * static_cast<int64_t>(std::max<size_t>(1, ar.prompts.size() + ar.prompt_tokens.size()));
+  const int queue_cap = std::get<Priority>(priority) == Priority::kBatch
+                            ? config.limits.max_queue_batch
+                            : config.limits.max_queue_interactive;
+  if (sequences > queue_cap)
+    return Invalid(fmt::format("This request needs {} sequences (prompts x n) but at most {} may "
+                               "wait at its priority",
+                               sequences, queue_cap),
+                   "invalid_value", "n");
+
+  auto prompts = Tokenize(ctx, ar);
+  if (auto* e = std::get_if<api::ApiError>(&prompts)) return *e;
+
+  PreparedRequest out;
+  out.endpoint = endpoint;
+  out.tenant = std::get<Caller>(caller).tenant;
+  out.feature = std::get<Caller>(caller).feature;
+  if (out.feature.empty()) out.feature = std::string(req.Header("X-Feature"));
+  out.priority = std::get<Priority>(priority);
+  out.stream = ar.stream;
+  out.include_usage = ar.include_usage;
+  out.n = ar.n;
+  const auto deadline =
+      arrival + std::chrono::microseconds(static_cast<int64_t>(std::get<double>(timeout_s) * 1e6));
+  const std::string salt = config.cache.share_prefix_across_tenants ? "" : out.tenant;
+  for (auto& tokens : std::get<std::vector<std::vector<int32_t>>>(prompts)) {
+    auto max_tokens = MaxTokensFor(ctx, ar, static_cast<int64_t>(tokens.size()));
+    if (auto* e = std::get_if<api::ApiError>(&max_tokens)) return *e;
+    GenerationRequest g;
+    g.prompt = std::move(tokens);
+    g.sampling = ar.sampling;
+    g.max_tokens = std::get<int>(max_tokens);
+    g.n = ar.n;
+    g.stop = ar.stop;
+    g.ignore_eos = ar.ignore_eos;
+    g.priority = out.priority;
+    g.arrival = arrival;
+    g.deadline = deadline;
+    g.cache_salt = salt;
+    out.prompts.push_back(std::move(g));
+  }
+  return out;
+}
+
+}  // namespace brisk

@@ -1,0 +1,65 @@
+// Request preparation: everything between a received HTTP request and the
+// engine-client Submit, as one pure function: authentication (API key ->
+// tenant, feature), the OpenAI body, the server's limits, the priority and
+// timeout headers, the chat template and tokenization, and the context budget.
+// No I/O, no engine state: the same inputs give the same answer, and a unit
+// test drives it with a toy tokenizer.
+//
+// Expensive for big bodies (parsing, rendering, tokenizing a 4 MiB prompt):
+// the server runs it on a worker thread, never on an HTTP I/O thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/engine_client.h"
+#include "engine/generation.h"
+#include "model/prompt_renderer.h"
+#include "server/config.h"
+#include "server/http_server.h"
+#include "server/openai_api.h"
+
+namespace brisk {
+
+// What preparation reads besides the request itself.
+struct PreparationContext {
+  const InferenceConfig* config = nullptr;
+  std::string model_id;  // what requests must name
+  const PromptRenderer* renderer = nullptr;
+  EngineInfo engine;
+};
+
+struct PreparedRequest {
+  api::Endpoint endpoint = api::Endpoint::kChatCompletions;
+  std::string tenant;   // from the API key; "" without keys
+  std::string feature;  // X-Feature header, else the key's feature tag
+  Priority priority = Priority::kInteractive;
+  bool stream = false;
+  bool include_usage = false;
+  int n = 1;  // samples per prompt: choice index = prompt index * n + sample
+  // One per prompt (chat: exactly one), ready to Submit.
+  std::vector<GenerationRequest> prompts;
+};
+
+// The tenant and feature an Authorization header maps to, or the 401 to send.
+// Without configured keys everyone is the anonymous tenant "".
+struct Caller {
+  std::string tenant;
+  std::string feature;
+};
+std::variant<Caller, api::ApiError> Authenticate(const InferenceConfig& config,
+                                                 std::string_view authorization);
+
+// `arrival` stamps the requests (queue time, deadline).
+std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationContext& ctx,
+                                                            api::Endpoint endpoint,
+                                                            const http::Request& request,
+                                                            Clock::time_point arrival);
+
+// The OpenAI error shape with the given status, type, message, code, param.
+api::ApiError MakeApiError(int status, std::string type, std::string message,
+                           std::string code = "", std::string param = "");
+
+}  // namespace brisk

@@ -1,0 +1,220 @@
+#include "server/response_stream.h"
+
+#include <algorithm>
+
+#include "server/request_preparation.h"
+
+namespace brisk {
+namespace {
+
+const http::Headers kJson = {{"Content-Type", "application/json"}};
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string_view FinishName(FinishReason r) {
+  return r == FinishReason::kLength ? "length" : "stop";
+}
+
+void SendError(http::Responder& res, const api::ApiError& e, http::Headers extra = {}) {
+  http::Headers h = kJson;
+  h.insert(h.end(), extra.begin(), extra.end());
+  res.Send(e.http_status, std::move(h), api::ErrorBody(e));
+}
+
+}  // namespace
+
+api::ApiError QueueFullError(const Status& st, double retry_s, http::Headers* extra) {
+  extra->emplace_back("Retry-After", fmt::format("{}", static_cast<int>(retry_s)));
+  return MakeApiError(429, "rate_limit_error",
+                      fmt::format("Server busy: {}. Retry after {} s.", st.message(), retry_s),
+                      "queue_full");
+}
+
+ResponseStream::ResponseStream(Options options, std::shared_ptr<http::Responder> res,
+                               ServerMetrics& metrics, EngineClient& engine, DoneCallback on_done)
+    : opts_(std::move(options)),
+      res_(std::move(res)),
+      metrics_(metrics),
+      engine_(engine),
+      on_done_(std::move(on_done)) {
+  const int n_choices = opts_.num_prompts * opts_.n;
+  remaining_ = n_choices;
+  choices_.resize(n_choices);
+  for (int i = 0; i < n_choices; ++i) choices_[i].index = i;
+  role_sent_.assign(n_choices, 0);
+  last_token_at_.assign(n_choices, {});
+}
+
+void ResponseStream::CancelEngineRequests() {
+  if (cancel_sent_) return;
+  cancel_sent_ = true;
+  for (int64_t id : engine_ids_) engine_.Cancel(id);
+}
+
+void ResponseStream::End(ResponseSummary summary) {
+  done_ = true;
+  summary.total_s = Seconds(Clock::now() - opts_.arrival);
+  summary.queue_s = queue_s_;
+  if (t_first_) summary.ttft_s = Seconds(*t_first_ - opts_.arrival);
+  summary.usage = usage_;
+  if (!choices_.empty()) summary.finish_reason = choices_[0].finish_reason;
+  metrics_.outcome[summary.outcome]->Inc();
+  if (on_done_) on_done_(summary);
+}
+
+void ResponseStream::OnClientGone() {
+  if (done_) return;
+  CancelEngineRequests();
+  // The engine's kCancelled outputs finish the bookkeeping.
+}
+
+void ResponseStream::FailSubmit(const Status& st) {
+  if (done_) return;
+  CancelEngineRequests();
+  api::ApiError e;
+  http::Headers extra;
+  ResponseSummary s;
+  if (st.code() == StatusCode::kResourceExhausted) {
+    e = QueueFullError(st, engine_.RetryAfterSeconds(opts_.priority), &extra);
+    s.outcome = "rejected";
+  } else if (st.code() == StatusCode::kUnavailable) {
+    e = MakeApiError(503, "server_error", st.message(), "draining");
+    s.outcome = "error";
+  } else {
+    e = MakeApiError(400, "invalid_request_error", st.message(), "invalid_value");
+    s.outcome = "invalid";
+  }
+  s.http_status = e.http_status;
+  SendError(*res_, e, std::move(extra));
+  End(std::move(s));
+}
+
+// Abnormal ends finish the whole request at once.
+void ResponseStream::Fail(const SequenceOutput& out, const Status& error) {
+  CancelEngineRequests();
+  ResponseSummary s;
+  s.outcome = "error";
+  api::ApiError e = MakeApiError(500, "server_error",
+                                 error.ok() ? "generation failed" : error.message(),
+                                 "internal_error");
+  http::Headers extra;
+  if (error.code() == StatusCode::kResourceExhausted) {
+    s.outcome = "rejected";
+    e = QueueFullError(error, engine_.RetryAfterSeconds(opts_.priority), &extra);
+  } else if (out.reason == FinishReason::kCancelled) {
+    s.outcome = res_->closed() ? "cancelled" : "error";
+    e = MakeApiError(503, "server_error", "The request was cancelled (server shutting down)",
+                     "cancelled");
+  } else if (out.reason == FinishReason::kDeadline) {
+    s.outcome = "timeout";
+    e = MakeApiError(504, "timeout", "The request's deadline passed before it finished",
+                     "deadline_exceeded");
+  }
+  s.http_status = started_ ? 200 : e.http_status;
+  if (!res_->closed()) {
+    if (started_) {
+      res_->Write(api::SseError(e));
+      res_->Write(std::string(api::kSseDone));
+      res_->End();
+    } else {
+      SendError(*res_, e, std::move(extra));
+    }
+  } else {
+    s.http_status = 499;  // client closed request (nginx's convention)
+  }
+  End(std::move(s));
+}
+
+void ResponseStream::StreamOutput(int index, const SequenceOutput& out) {
+  const auto& o = opts_;
+  if (!started_) {
+    res_->StartStream(200, {{"Content-Type", "text/event-stream"}, {"X-Request-Id", o.id}});
+    started_ = true;
+  }
+  if (!role_sent_[index] && o.endpoint == api::Endpoint::kChatCompletions) {
+    role_sent_[index] = 1;
+    res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, "assistant",
+                              out.text, std::nullopt));
+  } else if (!out.text.empty()) {
+    res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, std::nullopt,
+                              out.text, std::nullopt));
+  }
+  if (out.finished)
+    res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, std::nullopt,
+                              "", FinishName(out.reason)));
+}
+
+void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out, const Status& error) {
+  if (done_) return;
+  const auto now = Clock::now();
+  const int index = prompt_index * opts_.n + out.index;
+  if (index < 0 || index >= static_cast<int>(choices_.size())) return;
+  if (!error.ok() || out.reason == FinishReason::kError ||
+      out.reason == FinishReason::kCancelled || out.reason == FinishReason::kDeadline)
+    return Fail(out, error);
+
+  if (!out.new_tokens.empty()) {
+    if (!t_first_) {
+      t_first_ = now;
+      metrics_.ttft->Observe(Seconds(now - opts_.arrival));
+    }
+    if (last_token_at_[index] != Clock::time_point{})
+      metrics_.itl->Observe(Seconds(now - last_token_at_[index]));
+    last_token_at_[index] = now;
+    t_last_ = now;
+  }
+  api::Choice& ch = choices_[index];
+  if (opts_.stream)
+    StreamOutput(index, out);
+  else
+    ch.text += out.text;
+  if (!out.finished) return;
+
+  ch.finish_reason = std::string(FinishName(out.reason));
+  usage_.completion_tokens += out.completion_tokens;
+  if (out.index == 0) {
+    usage_.prompt_tokens += out.prompt_tokens;
+    usage_.cached_tokens += out.cached_tokens;
+    if (prompt_index == 0) queue_s_ = out.queue_s;
+  }
+  if (--remaining_ == 0) Complete();
+}
+
+void ResponseStream::Complete() {
+  const auto now = Clock::now();
+  const double e2e = Seconds(now - opts_.arrival);
+  ServerMetrics& m = metrics_;
+  m.e2e->Observe(e2e);
+  m.prompt_tokens->Inc(double(usage_.prompt_tokens));
+  m.cached_tokens->Inc(double(usage_.cached_tokens));
+  m.generation_tokens->Inc(double(usage_.completion_tokens));
+  if (queue_s_ >= 0) m.queue->Observe(queue_s_);
+  if (t_first_) {
+    const double ttft = Seconds(*t_first_ - opts_.arrival);
+    if (queue_s_ >= 0) m.prefill->Observe(std::max(0.0, ttft - queue_s_));
+    m.decode->Observe(Seconds(t_last_ - *t_first_));
+    const int64_t per_choice = usage_.completion_tokens / std::max<int64_t>(1, choices_.size());
+    if (per_choice > 1) m.tpot->Observe((e2e - ttft) / double(per_choice - 1));
+  }
+  ResponseSummary s;
+  s.outcome = "ok";
+  const auto& o = opts_;
+  if (res_->closed()) {
+    s.http_status = 499;
+  } else if (o.stream) {
+    if (!started_) {
+      res_->StartStream(200, {{"Content-Type", "text/event-stream"}, {"X-Request-Id", o.id}});
+      started_ = true;
+    }
+    if (o.include_usage)
+      res_->Write(api::SseUsageChunk(o.endpoint, o.id, o.model_id, o.created_unix, usage_));
+    res_->Write(std::string(api::kSseDone));
+    res_->End();
+  } else {
+    res_->Send(200, {{"Content-Type", "application/json"}, {"X-Request-Id", o.id}},
+               api::CompletionBody(o.endpoint, o.id, o.model_id, o.created_unix, choices_, usage_));
+  }
+  End(std::move(s));
+}
+
+}  // namespace brisk

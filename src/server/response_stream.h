@@ -1,0 +1,95 @@
+// One OpenAI response in flight: turns the engine's outputs for a request
+// into an SSE stream or one JSON body, and records the request's metrics.
+//
+// Threading: every method runs on the request's strand (a worker executor of
+// the server, never the engine thread and never an HTTP I/O thread). The
+// engine's sink only posts plain outputs there, so JSON and SSE formatting
+// cost the engine thread nothing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine_client.h"
+#include "engine/generation.h"
+#include "server/http_server.h"
+#include "server/openai_api.h"
+#include "server/server_metrics.h"
+
+namespace brisk {
+
+// How a request ended, for the access log.
+struct ResponseSummary {
+  int http_status = 200;
+  std::string outcome;        // ok | cancelled | rejected | timeout | error | invalid
+  std::string finish_reason;  // of the first choice; "" if none
+  api::Usage usage;
+  double queue_s = -1, ttft_s = -1, total_s = -1;
+};
+
+class ResponseStream {
+ public:
+  struct Options {
+    api::Endpoint endpoint = api::Endpoint::kChatCompletions;
+    std::string id;  // chatcmpl-... / cmpl-...
+    std::string model_id;
+    int64_t created_unix = 0;
+    bool stream = false;
+    bool include_usage = false;
+    int n = 1;            // samples per prompt
+    int num_prompts = 1;  // choices = num_prompts * n
+    Priority priority = Priority::kInteractive;
+    Clock::time_point arrival;
+  };
+  using DoneCallback = std::function<void(const ResponseSummary&)>;
+
+  // `on_done` runs exactly once, when the response is complete or abandoned.
+  ResponseStream(Options options, std::shared_ptr<http::Responder> res, ServerMetrics& metrics,
+                 EngineClient& engine, DoneCallback on_done);
+
+  // The engine request ids serving this response (one per prompt).
+  void AddEngineRequest(int64_t request_id) { engine_ids_.push_back(request_id); }
+  // Output of prompt `prompt_index` from the engine's sink.
+  void OnOutput(int prompt_index, const SequenceOutput& out, const Status& error);
+  // The client went away: cancel generation (its outputs are then dropped).
+  void OnClientGone();
+  // Submit failed for prompt `prompt_index`: cancel the others and answer.
+  void FailSubmit(const Status& st);
+  bool done() const { return done_; }
+
+ private:
+  void CancelEngineRequests();
+  void Fail(const SequenceOutput& out, const Status& error);
+  void StreamOutput(int index, const SequenceOutput& out);
+  void Complete();
+  void End(ResponseSummary summary);
+
+  const Options opts_;
+  std::shared_ptr<http::Responder> res_;
+  ServerMetrics& metrics_;
+  EngineClient& engine_;
+  DoneCallback on_done_;
+
+  std::vector<int64_t> engine_ids_;
+  bool cancel_sent_ = false;
+  bool started_ = false;  // stream headers sent
+  bool done_ = false;
+  int remaining_ = 0;  // choices not finished
+  std::vector<api::Choice> choices_;
+  std::vector<uint8_t> role_sent_;
+  std::vector<Clock::time_point> last_token_at_;
+  std::optional<Clock::time_point> t_first_;
+  Clock::time_point t_last_;
+  api::Usage usage_;
+  double queue_s_ = -1;
+};
+
+// 429 for a full queue, with the Retry-After the engine estimates.
+api::ApiError QueueFullError(const Status& st, double retry_s, http::Headers* extra);
+
+}  // namespace brisk

@@ -1,0 +1,94 @@
+#include "server/server_metrics.h"
+
+namespace brisk {
+
+ServerMetrics::ServerMetrics(metrics::Registry& r) {
+  const auto lat = metrics::LatencyBucketsSeconds();
+  const auto tok = metrics::TokenLatencyBucketsSeconds();
+  ttft = r.GetHistogram("brisk:time_to_first_token_seconds",
+                        "Time to first token: arrival to the first generated token.", lat);
+  tpot = r.GetHistogram("brisk:time_per_output_token_seconds",
+                        "Per request: (e2e - ttft) / (generated tokens - 1).", tok);
+  itl = r.GetHistogram("brisk:inter_token_latency_seconds",
+                       "Time between consecutive token outputs of a sample.", tok);
+  e2e = r.GetHistogram("brisk:e2e_request_latency_seconds",
+                       "Arrival to the last token (finished requests).", lat);
+  queue = r.GetHistogram("brisk:request_queue_time_seconds",
+                         "Arrival to first scheduled by the engine.", lat);
+  prefill = r.GetHistogram("brisk:request_prefill_time_seconds", "First scheduled to first token.",
+                           lat);
+  decode = r.GetHistogram("brisk:request_decode_time_seconds", "First token to last token.", lat);
+  step = r.GetHistogram("brisk:engine_step_seconds", "Duration of one engine forward step.", tok);
+  step_tokens_prefill = r.GetCounter("brisk:scheduled_prefill_tokens_total",
+                                     "Prompt tokens computed by engine steps.");
+  step_tokens_decode =
+      r.GetCounter("brisk:scheduled_decode_tokens_total", "Decode tokens computed by engine steps.");
+  step_time_prefill = r.GetCounter("brisk:engine_step_prefill_seconds_total",
+                                   "Step time attributed to prefill tokens (by token share).");
+  step_time_decode = r.GetCounter("brisk:engine_step_decode_seconds_total",
+                                  "Step time attributed to decode tokens (by token share).");
+  prompt_tokens = r.GetCounter("brisk:prompt_tokens_total", "Prompt tokens of finished requests.");
+  cached_tokens = r.GetCounter("brisk:prompt_tokens_cached_total",
+                               "Prompt tokens served from the prefix cache.");
+  generation_tokens =
+      r.GetCounter("brisk:generation_tokens_total", "Generated tokens of finished requests.");
+  for (const char* o : {"ok", "cancelled", "rejected", "timeout", "error", "invalid"})
+    outcome[o] = r.GetCounter("brisk:requests_total",
+                              "Requests by outcome: ok, cancelled (client went away), rejected "
+                              "(429), timeout (deadline), error (5xx), invalid (4xx).",
+                              {{"outcome", o}});
+}
+
+void ServerMetrics::ObserveStep(const StepStats& s) {
+  if (s.sequences == 0) return;
+  step->Observe(s.forward_s);
+  step_tokens_prefill->Inc(s.prefill_tokens);
+  step_tokens_decode->Inc(s.decode_tokens);
+  const double total = s.prefill_tokens + s.decode_tokens;
+  if (total > 0) {
+    step_time_prefill->Inc(s.forward_s * s.prefill_tokens / total);
+    step_time_decode->Inc(s.forward_s * s.decode_tokens / total);
+  }
+}
+
+void ServerMetrics::WatchEngine(metrics::Registry& r, EngineClient& engine) {
+  EngineClient* e = &engine;
+  engine.SetStepObserver([this](const StepStats& s) { ObserveStep(s); });
+  for (int p = 0; p < kNumPriorities; ++p) {
+    const metrics::Labels l = {{"priority", PriorityName(static_cast<Priority>(p))}};
+    r.AddCallbackGauge("brisk:num_requests_running", "Sequences running in the engine.", l,
+                       [e, p] { return e->Load().scheduler.running[p]; });
+    r.AddCallbackGauge("brisk:num_requests_waiting",
+                       "Sequences admitted and waiting to be scheduled.", l,
+                       [e, p] { return e->Load().queued[p]; });
+  }
+  r.AddCallbackGauge("brisk:kv_cache_usage_perc", "KV cache blocks in use (0..1).", {}, [e] {
+    auto s = e->Load().scheduler;
+    return s.blocks_total ? double(s.blocks_used) / s.blocks_total : 0;
+  });
+  for (const char* state : {"used", "free", "cached"}) {
+    std::string st = state;
+    r.AddCallbackGauge("brisk:kv_cache_blocks", "KV cache blocks by state.", {{"state", state}},
+                       [e, st] {
+                         auto s = e->Load().scheduler;
+                         if (st == "used") return double(s.blocks_used);
+                         if (st == "free") return double(s.blocks_total - s.blocks_used);
+                         return double(s.blocks_cached);
+                       });
+  }
+  r.AddCallbackGauge("brisk:num_preemptions_total",
+                     "Sequences preempted (KV blocks taken back, recomputed).", {},
+                     [e] { return double(e->Load().scheduler.preemptions); });
+  r.AddCallbackGauge("brisk:prefix_cache_queries_total",
+                     "Prompt tokens looked up in the prefix cache.", {},
+                     [e] { return double(e->Load().scheduler.prefix_query_tokens); });
+  r.AddCallbackGauge("brisk:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
+                     {}, [e] { return double(e->Load().scheduler.prefix_hit_tokens); });
+  r.AddCallbackGauge("brisk:kv_cache_waste_ratio",
+                     "Allocated KV token slots not holding a token, mean over steps.", {},
+                     [e] { return e->Load().scheduler.kv_waste_ratio; });
+  r.AddCallbackGauge("brisk:request_drain_rate", "Requests finished per second over the last 30 s.",
+                     {}, [e] { return e->Load().finished_per_s; });
+}
+
+}  // namespace brisk

@@ -1,0 +1,30 @@
+// Every series the OpenAI server exports. Names follow vLLM's (vllm:X ->
+// brisk:X) so a vLLM dashboard ports by renaming the prefix;
+// docs/metrics.md maps them.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "engine/engine_client.h"
+#include "server/metrics.h"
+
+namespace brisk {
+
+class ServerMetrics {
+ public:
+  explicit ServerMetrics(metrics::Registry& r);
+
+  // Gauges read from the engine's load snapshot at scrape time, and the
+  // step histogram and counters fed by its step observer.
+  void WatchEngine(metrics::Registry& r, EngineClient& engine);
+  void ObserveStep(const StepStats& s);
+
+  metrics::Histogram *ttft, *tpot, *itl, *e2e, *queue, *prefill, *decode, *step;
+  metrics::Counter *step_tokens_prefill, *step_tokens_decode, *step_time_prefill, *step_time_decode;
+  metrics::Counter *prompt_tokens, *cached_tokens, *generation_tokens;
+  // By outcome: ok, cancelled, rejected, timeout, error, invalid.
+  std::map<std::string, metrics::Counter*> outcome;
+};
+
+}  // namespace brisk
