@@ -9,7 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "server/openai_api.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
 
 namespace {
 

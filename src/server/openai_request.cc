@@ -1,0 +1,468 @@
+#include "server/openai_request.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "model/tokenizer_utf8.h"
+#include "server/openai_fields.h"
+#include "server/openai_prompt.h"
+#include "server/strict_json.h"
+
+namespace brisk::api {
+namespace {
+
+using namespace fields;
+
+// "timeout" upper bound: a week. Keeps seconds -> chrono conversions far from overflow.
+constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;
+
+// ---- Which top-level fields each endpoint knows.
+
+enum FieldUse : uint8_t { kChat = 1, kCompl = 2, kBoth = 3 };
+struct KnownField {
+  const char* name;
+  uint8_t use;
+};
+constexpr KnownField kKnownFields[] = {
+    {"model", kBoth},
+    {"messages", kChat},
+    {"prompt", kCompl},
+    {"stream", kBoth},
+    {"stream_options", kBoth},
+    {"n", kBoth},
+    {"max_tokens", kBoth},
+    {"max_completion_tokens", kChat},
+    {"stop", kBoth},
+    {"temperature", kBoth},
+    {"top_p", kBoth},
+    {"seed", kBoth},
+    {"frequency_penalty", kBoth},
+    {"presence_penalty", kBoth},
+    // Extensions (vLLM / llama.cpp names).
+    {"top_k", kBoth},
+    {"min_p", kBoth},
+    {"repetition_penalty", kBoth},
+    {"ignore_eos", kBoth},
+    {"priority", kBoth},
+    {"timeout", kBoth},
+    // Harmless: accepted, type-checked, no effect.
+    {"user", kBoth},
+    {"metadata", kBoth},
+    {"store", kBoth},
+    {"service_tier", kBoth},
+    {"prompt_cache_key", kBoth},
+    {"safety_identifier", kBoth},
+    {"parallel_tool_calls", kChat},
+    // Known but unsupported unless given their "off" value.
+    {"logprobs", kBoth},
+    {"top_logprobs", kChat},
+    {"logit_bias", kBoth},
+    {"tools", kChat},
+    {"tool_choice", kChat},
+    {"functions", kChat},
+    {"function_call", kChat},
+    {"response_format", kChat},
+    {"audio", kChat},
+    {"modalities", kChat},
+    {"prediction", kChat},
+    {"reasoning_effort", kChat},
+    {"verbosity", kChat},
+    {"web_search_options", kChat},
+    {"echo", kCompl},
+    {"suffix", kCompl},
+    {"best_of", kCompl},
+};
+
+bool IsKnown(std::string_view key, Endpoint ep) {
+  const uint8_t want = ep == Endpoint::kChatCompletions ? kChat : kCompl;
+  for (const KnownField& f : kKnownFields) {
+    if ((f.use & want) && key == f.name) return true;
+  }
+  return false;
+}
+
+// ---- Request body validity before JSON parsing.
+
+Problem CheckUtf8Body(std::string_view body) {
+  size_t i = 0;
+  while (i < body.size()) {
+    if (static_cast<uint8_t>(body[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    if (CheckUtf8(body.substr(i), &len) != Utf8Check::kValid) {
+      return Bad("", "invalid_encoding",
+                 fmt::format("Request body is not valid UTF-8 (byte offset {})", i));
+    }
+    i += len;
+  }
+  return std::nullopt;
+}
+
+// ---- The JSON document.
+
+// Objects whose size OpenAI bounds; every other object gets kMaxObjectMembers.
+constexpr JsonMemberCap kMemberCaps[] = {
+    {"metadata", kMaxMetadataEntries},
+    {"logit_bias", kMaxLogitBiasEntries},
+};
+constexpr JsonLimits kJsonLimits{.max_depth = kMaxJsonDepth,
+                                 .max_values = kMaxJsonValues,
+                                 .max_object_members = kMaxObjectMembers,
+                                 .member_caps = kMemberCaps};
+
+ApiError JsonProblem(const JsonParseError& e) {
+  using Kind = JsonParseError::Kind;
+  const std::string where = e.path.empty() ? "the request body" : fmt::format("'{}'", e.path);
+  switch (e.kind) {
+    case Kind::kDuplicateKey:
+      return Bad(
+          e.path.empty() ? e.key : e.path + "." + e.key, "duplicate_key",
+          fmt::format("Duplicate key '{}' in {}: each key may appear only once", e.key, where));
+    case Kind::kTooManyMembers:
+      return Bad(e.path, "invalid_value",
+                 fmt::format("{} must have at most {} entries",
+                             e.path.empty() ? "The request body" : where, e.limit));
+    case Kind::kTooDeep:
+      return Bad(e.path, "json_too_complex",
+                 fmt::format("JSON nested deeper than {} levels at {}", e.limit, where));
+    case Kind::kTooManyValues:
+      return Bad("", "json_too_complex",
+                 fmt::format("Request body has more than {} JSON values", e.limit));
+    case Kind::kSyntax: break;
+  }
+  return Bad("", "invalid_json",
+             fmt::format("Invalid JSON body at byte offset {}: {}", e.offset,
+                         e.reason.empty() ? "syntax error" : e.reason));
+}
+
+// ---- Other structured fields.
+
+Problem ParseStop(const Json& v, std::vector<std::string>* out) {
+  auto add = [&](const Json& s, const std::string& param) -> Problem {
+    if (!s.is_string()) return TypeError(param, "a string", s);
+    if (s.get_ref<const std::string&>().empty()) {
+      return Bad(param, "invalid_value", fmt::format("'{}' must not be an empty string", param));
+    }
+    out->push_back(s.get_ref<const std::string&>());
+    return std::nullopt;
+  };
+  if (v.is_string()) return add(v, "stop");
+  if (!v.is_array()) return TypeError("stop", "a string or an array of strings", v);
+  if (v.size() > kMaxStop) {
+    return Bad("stop", "invalid_value",
+               fmt::format("'stop' must have at most {} strings, got {}", kMaxStop, v.size()));
+  }
+  for (size_t i = 0; i < v.size(); ++i) BRISK_API_TRY(add(v[i], fmt::format("stop[{}]", i)));
+  return std::nullopt;
+}
+
+Problem ParseStreamOptions(const Json& v, bool* include_usage) {
+  if (!v.is_object()) return TypeError("stream_options", "an object", v);
+  for (const auto& [k, val] : v.items()) {
+    if (val.is_null()) continue;
+    const std::string p = "stream_options." + k;
+    bool b = false;
+    if (k == "include_usage") {
+      BRISK_API_TRY(ReadBool(val, p, include_usage));
+    } else if (k == "include_obfuscation") {
+      BRISK_API_TRY(ReadBool(val, p, &b));  // padding against side channels; nothing to do
+    } else {
+      return Unknown(p);
+    }
+  }
+  return std::nullopt;
+}
+
+// "none" | "auto" (with no tools, both mean "no calls") are accepted.
+Problem ParseToolChoice(const Json& v, const std::string& param) {
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s == "none" || s == "auto") return std::nullopt;
+    if (s == "required") return Unsupported(param, "tool calling is not supported yet");
+    return Bad(
+        param, "invalid_value",
+        fmt::format("'{}' must be one of none, auto, required, got '{}'", param, Snippet(s)));
+  }
+  if (v.is_object()) return Unsupported(param, "tool calling is not supported yet");
+  return TypeError(param, "a string or an object", v);
+}
+
+// Fields that are known but not implemented: accepted only at their "off"
+// value. Type errors come before "unsupported" so a typo still reads as one.
+Problem CheckUnsupported(const Json& body, Endpoint ep) {
+  const bool chat = ep == Endpoint::kChatCompletions;
+  if (const Json* v = Get(body, "logprobs")) {
+    if (chat) {
+      bool b = false;
+      BRISK_API_TRY(ReadBool(*v, "logprobs", &b));
+      if (b) return Unsupported("logprobs", "'logprobs' is not supported yet");
+    } else {
+      int64_t k = 0;
+      BRISK_API_TRY(ReadIntIn(*v, "logprobs", 0, 5, &k));
+      return Unsupported("logprobs", "'logprobs' is not supported yet");
+    }
+  }
+  if (const Json* v = Get(body, "top_logprobs")) {
+    int64_t k = 0;
+    BRISK_API_TRY(ReadIntIn(*v, "top_logprobs", 0, kMaxTopLogprobs, &k));
+    if (k > 0) return Unsupported("top_logprobs", "'top_logprobs' is not supported yet");
+  }
+  if (const Json* v = Get(body, "logit_bias")) {
+    if (!v->is_object()) return TypeError("logit_bias", "an object", *v);
+    if (!v->empty()) return Unsupported("logit_bias", "'logit_bias' is not supported yet");
+  }
+  for (const char* key : {"tools", "functions"}) {
+    if (const Json* v = Get(body, key)) {
+      if (!v->is_array()) return TypeError(key, "an array", *v);
+      if (!v->empty()) {
+        return Unsupported(key, fmt::format("'{}' (function calling) is not supported yet", key));
+      }
+    }
+  }
+  for (const char* key : {"tool_choice", "function_call"}) {
+    if (const Json* v = Get(body, key)) BRISK_API_TRY(ParseToolChoice(*v, key));
+  }
+  if (const Json* v = Get(body, "parallel_tool_calls")) {
+    bool b = false;
+    BRISK_API_TRY(ReadBool(*v, "parallel_tool_calls", &b));
+    if (b) {
+      return Unsupported("parallel_tool_calls",
+                         "'parallel_tool_calls': true is not supported yet (no tool calling)");
+    }
+  }
+  if (const Json* v = Get(body, "response_format")) {
+    if (!v->is_object()) return TypeError("response_format", "an object", *v);
+    const Json* type = Get(*v, "type");
+    if (!type) return Missing("response_format.type");
+    if (!type->is_string()) return TypeError("response_format.type", "a string", *type);
+    const std::string& t = type->get_ref<const std::string&>();
+    if (t == "json_object" || t == "json_schema") {
+      return Unsupported("response_format",
+                         fmt::format("'response_format' of type '{}' is not supported yet; only "
+                                     "'text' is",
+                                     t));
+    }
+    if (t != "text") {
+      return Bad("response_format.type", "invalid_value",
+                 fmt::format("'response_format.type' must be one of text, json_object, "
+                             "json_schema, got '{}'",
+                             Snippet(t)));
+    }
+  }
+  if (const Json* v = Get(body, "modalities")) {
+    if (!v->is_array()) return TypeError("modalities", "an array of strings", *v);
+    for (size_t i = 0; i < v->size(); ++i) {
+      const Json& m = (*v)[i];
+      const std::string p = fmt::format("modalities[{}]", i);
+      if (!m.is_string()) return TypeError(p, "a string", m);
+      if (m.get_ref<const std::string&>() != "text") {
+        return Unsupported(p, fmt::format("output modality '{}' is not supported yet; only "
+                                          "'text' is",
+                                          Snippet(m.get_ref<const std::string&>())));
+      }
+    }
+  }
+  for (const char* key :
+       {"audio", "prediction", "reasoning_effort", "verbosity", "web_search_options"}) {
+    if (Get(body, key)) return Unsupported(key, fmt::format("'{}' is not supported yet", key));
+  }
+  if (const Json* v = Get(body, "echo")) {
+    bool b = false;
+    BRISK_API_TRY(ReadBool(*v, "echo", &b));
+    if (b) return Unsupported("echo", "'echo': true is not supported yet");
+  }
+  if (const Json* v = Get(body, "suffix")) {
+    std::string s;
+    BRISK_API_TRY(ReadString(*v, "suffix", &s));
+    if (!s.empty()) return Unsupported("suffix", "'suffix' (insertion) is not supported yet");
+  }
+  if (const Json* v = Get(body, "best_of")) {
+    int64_t k = 0;
+    BRISK_API_TRY(ReadIntIn(*v, "best_of", 1, kMaxN, &k));
+    if (k > 1) return Unsupported("best_of", "'best_of' > 1 is not supported yet");
+  }
+  return std::nullopt;
+}
+
+// OpenAI's metadata: string values; its entry count is capped while parsing.
+Problem CheckMetadata(const Json& v) {
+  if (!v.is_object()) return TypeError("metadata", "an object of strings", v);
+  for (const auto& [k, val] : v.items()) {
+    const std::string p = "metadata." + Snippet(k);
+    if (CountCodePoints(k) > kMaxMetadataKeyChars) {
+      return Bad(p, "invalid_value",
+                 fmt::format("'metadata' keys must be at most {} characters, got {} in '{}'",
+                             kMaxMetadataKeyChars, CountCodePoints(k), Snippet(k)));
+    }
+    if (!val.is_string()) return TypeError(p, "a string", val);
+    const size_t chars = CountCodePoints(val.get_ref<const std::string&>());
+    if (chars > kMaxMetadataValueChars) {
+      return Bad(p, "invalid_value",
+                 fmt::format("'{}' must be at most {} characters, got {}", p,
+                             kMaxMetadataValueChars, chars));
+    }
+  }
+  return std::nullopt;
+}
+
+// Accepted and ignored; only their types and sizes are checked.
+Problem CheckHarmless(const Json& body) {
+  std::string s;
+  bool b = false;
+  for (const char* key : {"service_tier", "prompt_cache_key", "safety_identifier"}) {
+    if (const Json* v = Get(body, key)) BRISK_API_TRY(ReadString(*v, key, &s));
+  }
+  if (const Json* v = Get(body, "store")) BRISK_API_TRY(ReadBool(*v, "store", &b));
+  if (const Json* v = Get(body, "metadata")) BRISK_API_TRY(CheckMetadata(*v));
+  return std::nullopt;
+}
+
+Problem ParseSampling(const Json& body, SamplingParams* s) {
+  double d = 0;
+  if (const Json* v = Get(body, "temperature")) {
+    BRISK_API_TRY(ReadNumberIn(*v, "temperature", 0, 2, false, false, &d));
+    s->temperature = static_cast<float>(d);
+  }
+  if (const Json* v = Get(body, "top_p")) {
+    BRISK_API_TRY(ReadNumberIn(*v, "top_p", 0, 1, true, false, &d));
+    s->top_p = static_cast<float>(d);
+  }
+  if (const Json* v = Get(body, "frequency_penalty")) {
+    BRISK_API_TRY(ReadNumberIn(*v, "frequency_penalty", -2, 2, false, false, &d));
+    s->frequency_penalty = static_cast<float>(d);
+  }
+  if (const Json* v = Get(body, "presence_penalty")) {
+    BRISK_API_TRY(ReadNumberIn(*v, "presence_penalty", -2, 2, false, false, &d));
+    s->presence_penalty = static_cast<float>(d);
+  }
+  if (const Json* v = Get(body, "min_p")) {
+    BRISK_API_TRY(ReadNumberIn(*v, "min_p", 0, 1, false, false, &d));
+    s->min_p = static_cast<float>(d);
+  }
+  if (const Json* v = Get(body, "repetition_penalty")) {
+    BRISK_API_TRY(ReadNumberIn(*v, "repetition_penalty", 0, 10, true, false, &d));
+    s->repetition_penalty = static_cast<float>(d);
+  }
+  if (const Json* v = Get(body, "top_k")) {
+    int64_t k = 0;
+    BRISK_API_TRY(ReadIntIn(*v, "top_k", -1, kIntMax, &k));
+    s->top_k = k < 0 ? 0 : static_cast<int>(k);  // -1 = off, as in vLLM
+  }
+  if (const Json* v = Get(body, "seed")) {
+    int64_t seed = 0;
+    BRISK_API_TRY(ReadInt64(*v, "seed", &seed));
+    s->seed = static_cast<uint64_t>(seed);
+  }
+  // The double-range checks above should imply this; a float rounding
+  // (top_p = 1e-50 -> 0.0f) is still reported as a client error.
+  if (Status st = s->Validate(); !st.ok()) return Bad("", "invalid_value", st.message());
+  return std::nullopt;
+}
+
+Problem ParseInto(Endpoint ep, std::string_view body_text, ApiRequest* req) {
+  BRISK_API_TRY(CheckUtf8Body(body_text));
+  auto parsed = ParseStrictJson(body_text, kJsonLimits);
+  if (auto* e = std::get_if<JsonParseError>(&parsed)) return JsonProblem(*e);
+  const Json body = std::get<Json>(std::move(parsed));
+  if (!body.is_object()) {
+    return Bad("", "invalid_type",
+               fmt::format("Request body must be a JSON object, got {}", body.type_name()));
+  }
+  for (const auto& [k, v] : body.items()) {
+    if (!IsKnown(k, ep)) return Unknown(k);
+  }
+  const bool chat = ep == Endpoint::kChatCompletions;
+  req->endpoint = ep;
+
+  const Json* model = Get(body, "model");
+  if (!model) return Missing("model");
+  BRISK_API_TRY(ReadString(*model, "model", &req->model));
+  if (req->model.empty()) return Bad("model", "invalid_value", "'model' must not be empty");
+
+  if (chat) {
+    const Json* messages = Get(body, "messages");
+    if (!messages) return Missing("messages");
+    BRISK_API_TRY(ParseMessages(*messages, &req->messages));
+  } else {
+    const Json* prompt = Get(body, "prompt");
+    if (!prompt) return Missing("prompt");
+    BRISK_API_TRY(ParsePrompt(*prompt, req));
+  }
+
+  BRISK_API_TRY(CheckUnsupported(body, ep));
+  BRISK_API_TRY(CheckHarmless(body));
+
+  if (const Json* v = Get(body, "stream")) BRISK_API_TRY(ReadBool(*v, "stream", &req->stream));
+  if (const Json* v = Get(body, "stream_options")) {
+    BRISK_API_TRY(ParseStreamOptions(*v, &req->include_usage));
+  }
+  req->include_usage = req->include_usage && req->stream;
+
+  int64_t i = 0;
+  if (const Json* v = Get(body, "n")) {
+    BRISK_API_TRY(ReadIntIn(*v, "n", 1, kMaxN, &i));
+    req->n = static_cast<int>(i);
+  }
+  if (const Json* v = Get(body, "max_tokens")) {
+    BRISK_API_TRY(ReadIntIn(*v, "max_tokens", 1, kIntMax, &i));
+    req->max_tokens = static_cast<int>(i);
+  }
+  if (const Json* v = chat ? Get(body, "max_completion_tokens") : nullptr) {
+    BRISK_API_TRY(ReadIntIn(*v, "max_completion_tokens", 1, kIntMax, &i));
+    if (req->max_tokens && *req->max_tokens != i) {
+      return Bad("max_completion_tokens", "invalid_value",
+                 fmt::format("'max_tokens' ({}) and 'max_completion_tokens' ({}) disagree; set "
+                             "only 'max_completion_tokens'",
+                             *req->max_tokens, i));
+    }
+    req->max_tokens = static_cast<int>(i);
+  }
+  if (const Json* v = Get(body, "stop")) BRISK_API_TRY(ParseStop(*v, &req->stop));
+
+  BRISK_API_TRY(ParseSampling(body, &req->sampling));
+
+  if (const Json* v = Get(body, "ignore_eos")) {
+    BRISK_API_TRY(ReadBool(*v, "ignore_eos", &req->ignore_eos));
+  }
+  if (const Json* v = Get(body, "user")) BRISK_API_TRY(ReadString(*v, "user", &req->user));
+  if (const Json* v = Get(body, "priority")) {
+    if (!v->is_string()) return TypeError("priority", "a string", *v);
+    Expected<Priority> p = ParsePriority(v->get_ref<const std::string&>());
+    if (!p.ok()) return Bad("priority", "invalid_value", p.status().message());
+    req->priority = *p;
+  }
+  if (const Json* v = Get(body, "timeout")) {
+    double t = 0;
+    BRISK_API_TRY(ReadNumberIn(*v, "timeout", 0, kMaxTimeoutS, true, false, &t));
+    req->timeout_s = t;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body) {
+  ApiRequest req;
+  if (Problem p = ParseInto(endpoint, body, &req)) return std::move(*p);
+  return req;
+}
+
+Expected<Priority> ParsePriority(std::string_view s) {
+  auto iequals = [](std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      char c = a[i];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      if (c != b[i]) return false;
+    }
+    return true;
+  };
+  if (iequals(s, "interactive")) return Priority::kInteractive;
+  if (iequals(s, "batch")) return Priority::kBatch;
+  return InvalidArgument("priority must be one of interactive, batch, got '{}'", Snippet(s));
+}
+
+}  // namespace brisk::api

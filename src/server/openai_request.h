@@ -1,0 +1,134 @@
+// OpenAI request bodies for /v1/chat/completions and /v1/completions in,
+// validated plain data out. Pure functions, no I/O, no engine calls.
+//
+// Parsing never throws and never crashes on any byte string, and takes time
+// linear in the body's size. Every client mistake becomes an ApiError with
+// HTTP 400 and the OpenAI error shape {"error": {"message", "type", "param",
+// "code"}}:
+//   - the body is not valid UTF-8 (code "invalid_encoding"), not valid JSON
+//     (code "invalid_json", the message has the byte offset), or not a JSON
+//     object;
+//   - a key appears twice in one object, at any depth: code "duplicate_key",
+//     param is the key's path ("messages[0].role");
+//   - the JSON is nested deeper than kMaxJsonDepth or has more than
+//     kMaxJsonValues values: code "json_too_complex";
+//   - an object has more members than its cap (kMaxMetadataEntries for
+//     metadata, kMaxLogitBiasEntries for logit_bias, kMaxObjectMembers for
+//     any other): code "invalid_value", param names the object;
+//   - a required field (model; messages or prompt) is missing or null;
+//   - a field has the wrong type: "'temperature' must be a number, got string"
+//     (code "invalid_type"). Integer fields accept integral floats (16.0);
+//     booleans are never numbers;
+//   - a value is out of range, naming the range (code "invalid_value");
+//   - an unknown top-level field: "Unrecognized request argument supplied: X"
+//     (code "unknown_parameter"). Keys inside messages, content parts and
+//     stream_options are checked the same way, except that there an unknown
+//     key with a null value is ignored (SDK objects echoed back as history
+//     carry e.g. "reasoning_content": null);
+//   - a known feature Brisk does not implement yet (tools, functions,
+//     response_format other than text, logit_bias, logprobs, echo, suffix,
+//     best_of > 1, audio, non-text modalities, non-text content parts, ...):
+//     code "unsupported", the message says what.
+// `null` for any known optional field means "not given". Fields clients send
+// by habit and that change nothing here (user, metadata, store, service_tier,
+// parallel_tool_calls: false, prompt_cache_key, safety_identifier) are
+// accepted; metadata must still be what OpenAI allows (string values, the
+// sizes below).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/priority.h"
+#include "engine/sampler.h"
+#include "util/status.h"
+
+namespace brisk::api {
+
+enum class Endpoint { kChatCompletions, kCompletions };
+
+inline constexpr int kMaxN = 128;      // "n" upper bound; the server may cap lower
+inline constexpr size_t kMaxStop = 4;  // stop strings per request (as OpenAI)
+inline constexpr int kMaxTopLogprobs = 20;
+
+// metadata, as OpenAI documents it: at most 16 pairs, keys of at most 64
+// characters, values strings of at most 512 characters (characters = code
+// points).
+inline constexpr size_t kMaxMetadataEntries = 16;
+inline constexpr size_t kMaxMetadataKeyChars = 64;
+inline constexpr size_t kMaxMetadataValueChars = 512;
+// logit_bias: OpenAI's reference documents no count, but its service rejects
+// more than 300 entries; that is the most an OpenAI client sends, so it is
+// the cap here too.
+inline constexpr size_t kMaxLogitBiasEntries = 300;
+// Every other object: no field Brisk reads has more than a few dozen keys.
+inline constexpr size_t kMaxObjectMembers = 1024;
+// Whole body. The deepest valid request needs 5 levels (body, messages,
+// message, content, part); 64 leaves room for JSON schemas in tools. 2^20
+// values is more token ids than any served context holds.
+inline constexpr size_t kMaxJsonDepth = 64;
+inline constexpr size_t kMaxJsonValues = size_t{1} << 20;
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::kChatCompletions;
+  std::string model;  // non-empty
+
+  // Chat: an array of objects {role, content[, name][, tool_call_id]} with
+  // role one of system/user/assistant/developer/tool and content always a
+  // string: an array of text parts is joined with "\n" (as vLLM does); an
+  // assistant message with null or no content gets "". Ready for
+  // ChatTemplate::RenderJson.
+  nlohmann::ordered_json messages;
+
+  // Completions: exactly one of the two is non-empty. A string or an array of
+  // strings (each non-empty) fills `prompts`; an array of token ids or an
+  // array of such arrays fills `prompt_tokens` (ids >= 0; the server checks
+  // them against the vocab). Each prompt yields `n` choices; choice index =
+  // prompt_index * n + j, as OpenAI numbers them.
+  std::vector<std::string> prompts;
+  std::vector<std::vector<int32_t>> prompt_tokens;
+
+  bool stream = false;
+  // stream_options.include_usage; always false when stream is false (OpenAI
+  // only defines stream_options for streams; it is accepted and ignored).
+  bool include_usage = false;
+  int n = 1;  // [1, kMaxN]
+  // max_tokens, or for chat max_completion_tokens (if both are given they
+  // must agree). >= 1. Unset = the server's default (OpenAI's default for
+  // /v1/completions is 16; for chat, the rest of the context).
+  std::optional<int> max_tokens;
+  std::vector<std::string> stop;  // up to kMaxStop non-empty strings
+
+  // temperature [0, 2], top_p (0, 1], seed (int64, stored as its uint64 bit
+  // pattern), frequency_penalty and presence_penalty [-2, 2]; extensions
+  // top_k (>= 0; -1 = off as in vLLM, stored as 0), min_p [0, 1],
+  // repetition_penalty (0, 10]. Always passes SamplingParams::Validate().
+  SamplingParams sampling;
+  bool ignore_eos = false;  // extension (vLLM / llama.cpp name)
+  std::string user;
+  std::optional<Priority> priority;  // extension: "priority": "interactive" | "batch"
+  std::optional<double> timeout_s;   // extension: "timeout": seconds, finite, > 0
+};
+
+struct ApiError {
+  int http_status = 400;
+  std::string type = "invalid_request_error";
+  std::string message;
+  std::string param;  // "" is sent as null
+  std::string code;   // "" is sent as null
+};
+
+// The parsed request, or the exact error to send.
+std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body);
+
+// "interactive" | "batch", ASCII case-insensitive (the X-Priority header and
+// the "priority" field); anything else is InvalidArgument.
+Expected<Priority> ParsePriority(std::string_view s);
+
+}  // namespace brisk::api

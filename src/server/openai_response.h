@@ -1,0 +1,68 @@
+// OpenAI response bodies and SSE events for /v1/chat/completions,
+// /v1/completions and /v1/models: plain data in, bytes to send out. Pure
+// functions, no I/O. All bodies are compact JSON; invalid UTF-8 in any string
+// is replaced by U+FFFD, so the output is always valid UTF-8 JSON.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/openai_request.h"
+
+namespace brisk::api {
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+};
+
+// {"error": {"message", "type", "param", "code"}}
+std::string ErrorBody(const ApiError& e);
+
+// GET /v1/models: {"object": "list", "data": [{"id", "object": "model",
+// "created", "owned_by": "brisk"}]}
+std::string ModelsBody(const std::vector<std::string>& model_ids, int64_t created_unix);
+
+struct Choice {
+  int index = 0;
+  std::string text;
+  std::string finish_reason;  // "stop" | "length" | ...; "" is sent as null
+};
+
+// Non-streaming response: "chat.completion" with choices[{index,
+// message{role: "assistant", content}, logprobs: null, finish_reason}], or
+// "text_completion" with choices[{text, index, logprobs: null,
+// finish_reason}]; both with usage{prompt_tokens, completion_tokens,
+// total_tokens, prompt_tokens_details{cached_tokens}} and
+// system_fingerprint "brisk".
+std::string CompletionBody(Endpoint ep, std::string_view id, std::string_view model,
+                           int64_t created, const std::vector<Choice>& choices, const Usage& u);
+
+// One streamed choice delta as a full SSE event "data: {...}\n\n".
+// Chat ("chat.completion.chunk"): delta carries "role" when `role` is given
+// (the first chunk of a choice) and "content" when role is given or
+// delta_text is non-empty, so a final chunk with only a finish_reason has
+// delta {} as OpenAI sends it. Completions ("text_completion"): "text" is
+// always present and `role` is ignored.
+std::string SseChunk(Endpoint ep, std::string_view id, std::string_view model, int64_t created,
+                     int index, std::optional<std::string_view> role, std::string_view delta_text,
+                     std::optional<std::string_view> finish_reason);
+
+// The stream_options.include_usage chunk, sent after the last choice chunk
+// and before kSseDone: "choices": [] and "usage" as in CompletionBody.
+std::string SseUsageChunk(Endpoint ep, std::string_view id, std::string_view model, int64_t created,
+                          const Usage& u);
+
+// An error inside a stream that has already started: "data: {"error": ...}\n\n".
+std::string SseError(const ApiError& e);
+
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+// "chatcmpl-" / "cmpl-" followed by 24 random [A-Za-z0-9]. Thread-safe.
+std::string NewRequestId(Endpoint ep);
+
+}  // namespace brisk::api
