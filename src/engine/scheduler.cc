@@ -6,10 +6,6 @@
 
 namespace brisk {
 
-const char* PriorityName(Priority p) {
-  return p == Priority::kInteractive ? "interactive" : "batch";
-}
-
 Scheduler::Scheduler(const SchedulerOptions& options, KvBlockPool* pool)
     : opts_(options), pool_(pool), prefix_cache_(pool, options.block_size) {
   if (opts_.prefill_chunk_tokens <= 0) opts_.prefill_chunk_tokens = opts_.max_batch_tokens;

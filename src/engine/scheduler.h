@@ -42,14 +42,12 @@
 #include <vector>
 
 #include "engine/kv_block_pool.h"
+#include "engine/priority.h"
 #include "engine/prefix_cache.h"
 #include "util/status.h"
 
 namespace brisk {
 
-enum class Priority : uint8_t { kInteractive = 0, kBatch = 1 };
-inline constexpr int kNumPriorities = 2;
-const char* PriorityName(Priority p);  // "interactive", "batch"
 
 struct SchedulerOptions {
   int max_batch_tokens = 512;         // tokens per step

@@ -55,8 +55,8 @@ std::string_view AccessEndpointName(api::Endpoint endpoint) {
   return endpoint == api::Endpoint::kCompletions ? "completions" : "chat.completions";
 }
 
-std::string_view AccessPriorityName(api::Priority priority) {
-  return priority == api::Priority::kBatch ? "batch" : "interactive";
+std::string_view AccessPriorityName(Priority priority) {
+  return PriorityName(priority);
 }
 
 std::string FormatAccessLogLine(const AccessLogRecord& r) {

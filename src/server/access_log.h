@@ -51,7 +51,7 @@ std::string_view AccessOutcomeName(AccessOutcome outcome);
 // "chat.completions", "completions".
 std::string_view AccessEndpointName(api::Endpoint endpoint);
 // "interactive", "batch".
-std::string_view AccessPriorityName(api::Priority priority);
+std::string_view AccessPriorityName(Priority priority);
 
 // Longest string field written, in bytes; longer ones are cut.
 inline constexpr size_t kMaxAccessLogField = 256;
@@ -68,7 +68,7 @@ struct AccessLogRecord {
   int status = 200;  // HTTP status sent (a stream that fails later keeps its 200)
   AccessOutcome outcome = AccessOutcome::kOk;
   bool stream = false;
-  api::Priority priority = api::Priority::kInteractive;
+  Priority priority = Priority::kInteractive;
   int64_t prompt_tokens = 0;  // summed over the request's prompts
   int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
   int64_t output_tokens = 0;  // summed over all choices

@@ -35,7 +35,7 @@ AccessLogRecord FullRecord() {
   r.status = 200;
   r.outcome = AccessOutcome::kOk;
   r.stream = true;
-  r.priority = api::Priority::kInteractive;
+  r.priority = Priority::kInteractive;
   r.prompt_tokens = 31;
   r.cached_tokens = 16;
   r.output_tokens = 64;
@@ -89,7 +89,7 @@ TEST(AccessLogFormatTest, DefaultsAndUnknownTimes) {
   r.endpoint = api::Endpoint::kCompletions;
   r.status = 429;
   r.outcome = AccessOutcome::kRejected;
-  r.priority = api::Priority::kBatch;
+  r.priority = Priority::kBatch;
   r.ttft_ms = std::nan("");
   r.total_ms = -0.5;
   EXPECT_EQ(FormatAccessLogLine(r),
@@ -120,8 +120,8 @@ TEST(AccessLogFormatTest, Names) {
   EXPECT_EQ(AccessOutcomeName(AccessOutcome::kInvalid), "invalid");
   EXPECT_EQ(AccessEndpointName(api::Endpoint::kChatCompletions), "chat.completions");
   EXPECT_EQ(AccessEndpointName(api::Endpoint::kCompletions), "completions");
-  EXPECT_EQ(AccessPriorityName(api::Priority::kInteractive), "interactive");
-  EXPECT_EQ(AccessPriorityName(api::Priority::kBatch), "batch");
+  EXPECT_EQ(AccessPriorityName(Priority::kInteractive), "interactive");
+  EXPECT_EQ(AccessPriorityName(Priority::kBatch), "batch");
 }
 
 TEST(AccessLogFormatTest, EscapesWhatNeedsEscaping) {

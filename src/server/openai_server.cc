@@ -300,8 +300,7 @@ void OpenAiServer::LogAccess(const http::Request& req, int endpoint, const std::
     r.tenant = prep->tenant;
     r.feature = prep->feature;
     r.stream = prep->stream;
-    r.priority = prep->priority == Priority::kBatch ? api::Priority::kBatch
-                                                     : api::Priority::kInteractive;
+    r.priority = prep->priority;
   }
   r.model = prep_.model_id;
   r.endpoint = endpoint == 1 ? api::Endpoint::kCompletions : api::Endpoint::kChatCompletions;

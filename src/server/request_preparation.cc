@@ -25,10 +25,6 @@ api::ApiError Invalid(std::string message, std::string code = "invalid_value",
                       std::move(param));
 }
 
-Priority ToPriority(api::Priority p) {
-  return p == api::Priority::kBatch ? Priority::kBatch : Priority::kInteractive;
-}
-
 // The server's caps on what one request may ask for.
 std::optional<api::ApiError> CheckLimits(const InferenceConfig& config, const api::ApiRequest& ar) {
   const auto& lim = config.limits;
@@ -55,11 +51,11 @@ std::optional<api::ApiError> CheckLimits(const InferenceConfig& config, const ap
 // The body's "priority", else the X-Priority header, else interactive.
 std::variant<Priority, api::ApiError> RequestPriority(const api::ApiRequest& ar,
                                                       const http::Request& req) {
-  if (ar.priority) return ToPriority(*ar.priority);
+  if (ar.priority) return *ar.priority;
   if (auto h = req.Header("X-Priority"); !h.empty()) {
     auto p = api::ParsePriority(h);
     if (!p.ok()) return Invalid("X-Priority must be 'interactive' or 'batch'");
-    return ToPriority(*p);
+    return *p;
   }
   return Priority::kInteractive;
 }
