@@ -4,8 +4,8 @@
 
 #include "cli/commands.h"
 #include "engine/engine.h"
-#include "model/chat_template.h"
 #include "model/llama_model.h"
+#include "model/prompt_renderer.h"
 #include "model/tokenizer.h"
 
 namespace brisk {
@@ -41,23 +41,23 @@ int RunGenerate(GenerateFlags& f) {
   auto tok = Tokenizer::FromGguf((*model)->file());
   if (!tok.ok()) return Fail(tok.status().WithContext("loading tokenizer"));
 
-  std::string text = f.prompt;
-  if (f.chat) {
-    auto src = (*model)->file().GetString("tokenizer.chat_template");
-    if (!src.ok()) return Fail(src.status().WithContext("--chat needs the model's chat template"));
-    auto tmpl = ChatTemplate::Parse(*src);
-    if (!tmpl.ok()) return Fail(tmpl.status().WithContext("parsing the chat template"));
-    std::vector<ChatMessage> msgs;
-    if (!f.system.empty()) msgs.push_back({"system", f.system});
-    msgs.push_back({"user", f.prompt});
-    auto bos = (*tok)->bos_id(), eos = (*tok)->eos_id();
-    auto rendered = tmpl->Render(msgs, true, bos ? (*tok)->TokenText(*bos) : "",
-                                 eos ? (*tok)->TokenText(*eos) : "");
-    if (!rendered.ok()) return Fail(rendered.status().WithContext("rendering the chat template"));
-    text = *rendered;
-  }
   GenerationRequest req;
-  req.prompt = (*tok)->Encode(text, /*add_special=*/true, /*parse_special=*/f.chat);
+  if (f.chat) {
+    // The prompt renderer: the template's markup makes control tokens, the
+    // messages' text never does.
+    auto renderer = PromptRenderer::FromGguf((*model)->file(), **tok);
+    if (!renderer.ok()) return Fail(renderer.status().WithContext("--chat"));
+    if (!(*renderer)->has_chat_template())
+      return Fail(InvalidArgument("--chat needs the model's chat template (none in the file)"));
+    nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+    if (!f.system.empty()) msgs.push_back({{"role", "system"}, {"content", f.system}});
+    msgs.push_back({{"role", "user"}, {"content", f.prompt}});
+    auto tokens = (*renderer)->EncodeChat(msgs);
+    if (!tokens.ok()) return Fail(tokens.status().WithContext("rendering the chat template"));
+    req.prompt = std::move(*tokens);
+  } else {
+    req.prompt = (*tok)->Encode(f.prompt, /*add_special=*/true, /*parse_special=*/false);
+  }
   req.sampling = f.sampling;
   req.max_tokens = f.max_tokens;
   req.stop = f.stop;

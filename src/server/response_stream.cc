@@ -85,8 +85,8 @@ void ResponseStream::FailSubmit(const Status& st) {
     s.outcome = "invalid";
   }
   s.http_status = e.http_status;
-  SendError(*res_, e, std::move(extra));
   End(std::move(s));
+  SendError(*res_, e, std::move(extra));
 }
 
 // Abnormal ends finish the whole request at once.
@@ -110,19 +110,18 @@ void ResponseStream::Fail(const SequenceOutput& out, const Status& error) {
     e = MakeApiError(504, "timeout", "The request's deadline passed before it finished",
                      "deadline_exceeded");
   }
-  s.http_status = started_ ? 200 : e.http_status;
-  if (!res_->closed()) {
-    if (started_) {
-      res_->Write(api::SseError(e));
-      res_->Write(std::string(api::kSseDone));
-      res_->End();
-    } else {
-      SendError(*res_, e, std::move(extra));
-    }
+  // 499: the client closed the request (nginx's convention).
+  const bool closed = res_->closed();
+  s.http_status = closed ? 499 : started_ ? 200 : e.http_status;
+  End(std::move(s));  // counted before the answer leaves
+  if (closed) return;
+  if (started_) {
+    res_->Write(api::SseError(e));
+    res_->Write(std::string(api::kSseDone));
+    res_->End();
   } else {
-    s.http_status = 499;  // client closed request (nginx's convention)
+    SendError(*res_, e, std::move(extra));
   }
-  End(std::move(s));
 }
 
 void ResponseStream::StreamOutput(int index, const SequenceOutput& out) {
@@ -198,10 +197,13 @@ void ResponseStream::Complete() {
   }
   ResponseSummary s;
   s.outcome = "ok";
+  s.http_status = res_->closed() ? 499 : 200;
+  // Counted before the last bytes leave: a client that reads /metrics right
+  // after its answer sees its request.
+  End(std::move(s));
   const auto& o = opts_;
-  if (res_->closed()) {
-    s.http_status = 499;
-  } else if (o.stream) {
+  if (res_->closed()) return;
+  if (o.stream) {
     if (!started_) {
       res_->StartStream(200, {{"Content-Type", "text/event-stream"}, {"X-Request-Id", o.id}});
       started_ = true;
@@ -214,7 +216,6 @@ void ResponseStream::Complete() {
     res_->Send(200, {{"Content-Type", "application/json"}, {"X-Request-Id", o.id}},
                api::CompletionBody(o.endpoint, o.id, o.model_id, o.created_unix, choices_, usage_));
   }
-  End(std::move(s));
 }
 
 }  // namespace brisk
