@@ -180,7 +180,6 @@ class Scheduler {
   void SortByRank(std::vector<SeqState*>& v, double now_s) const;
   bool ScheduleChunk(SeqState& s, int budget, double now_s, SchedulerOutput& out,
                      std::vector<SeqState*>& scheduled);
-  bool MakeWritable(SeqState& s, int32_t n_new, SchedulerOutput& out);
   bool AllocateOrPreempt(SeqState& s, int32_t n_new, double now_s, SchedulerOutput& out,
                          const std::vector<SeqState*>& scheduled);
   SeqState* PickVictim(const SeqState& for_seq, double now_s,

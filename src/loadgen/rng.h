@@ -18,7 +18,6 @@ class Rng {
   explicit Rng(uint64_t seed) : gen_(seed) {}
   Rng(uint64_t seed, uint64_t stream, uint64_t index = 0) : gen_(MixSeed(seed, stream, index)) {}
 
-  uint64_t Bits() { return gen_(); }
   // Uniform in [0, 1), 53 random bits.
   double Uniform01() { return static_cast<double>(gen_() >> 11) * 0x1.0p-53; }
   // Uniform integer in [0, n); n > 0. (Modulo bias is < n / 2^64.)

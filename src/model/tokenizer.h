@@ -111,7 +111,6 @@ class Tokenizer {
   // End of generation: eos, eot, eom, and tokens with well-known end names
   // (<|im_end|>, <|eot_id|>, <end_of_turn>, <|endoftext|>, ...).
   bool IsEog(int32_t id) const;
-  const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
   // CONTROL or UNKNOWN: not user-visible text.
   bool IsControl(int32_t id) const;
   TokenType token_type(int32_t id) const;

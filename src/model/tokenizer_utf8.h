@@ -21,16 +21,6 @@ enum class Utf8Check {
 // and Python's errors="replace" do.
 Utf8Check CheckUtf8(std::string_view s, size_t* len);
 
-// Length of the sequence a lead byte announces: 1 for ASCII and for bytes
-// that cannot start a sequence (so callers always advance), else 2..4.
-inline size_t Utf8LeadLength(uint8_t lead) {
-  if (lead < 0xC0) return 1;
-  if (lead < 0xE0) return 2;
-  if (lead < 0xF0) return 3;
-  if (lead < 0xF8) return 4;
-  return 1;
-}
-
 // Appends the UTF-8 encoding of `cp` (assumed <= 0x10FFFF).
 void AppendUtf8(uint32_t cp, std::string* out);
 

@@ -122,15 +122,6 @@ int OpenAiServer::port() const { return http_ ? http_->port() : 0; }
 
 void OpenAiServer::BeginDrain() { draining_.store(true); }
 
-bool OpenAiServer::WaitIdle(std::chrono::milliseconds timeout) const {
-  const auto until = Clock::now() + timeout;
-  while (active_.load() > 0) {
-    if (Clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
 void OpenAiServer::Stop() {
   draining_.store(true);
   if (http_) {

@@ -53,8 +53,6 @@ class OpenAiServer {
   // ones continue.
   void BeginDrain();
   bool draining() const { return draining_.load(); }
-  // Waits until no request is in flight or `timeout` passes; true if idle.
-  bool WaitIdle(std::chrono::milliseconds timeout) const;
   // Gives responses still in flight a moment to flush, then closes every
   // connection. Cancel the engine's work first (stopping the in-process
   // engine thread does).

@@ -31,6 +31,11 @@ std::optional<api::ApiError> CheckLimits(const InferenceConfig& config, const ap
   if (ar.n > lim.max_n)
     return Invalid(fmt::format("n = {} is over this server's limit of {}", ar.n, lim.max_n),
                    "invalid_value", "n");
+  if (ar.n > config.scheduler.max_concurrent_sequences)
+    return Invalid(fmt::format("n = {} samples can never run at once: at most {} sequences run "
+                               "together (scheduler.max_concurrent_sequences)",
+                               ar.n, config.scheduler.max_concurrent_sequences),
+                   "invalid_value", "n");
   if (static_cast<int>(ar.stop.size()) > lim.max_stop_strings)
     return Invalid(fmt::format("At most {} stop strings are allowed", lim.max_stop_strings),
                    "invalid_value", "stop");

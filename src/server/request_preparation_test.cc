@@ -104,6 +104,9 @@ TEST_F(RequestPreparationTest, ServerLimits) {
     return R"({"model":"m","messages":[{"role":"user","content":"Hi"}],)" + extra + "}";
   };
   EXPECT_EQ(Err(Prepare(Post(body(R"("n":9)")))).param, "n");
+  config_.scheduler.max_concurrent_sequences = 2;  // n = 3 could never run at once
+  EXPECT_NE(Err(Prepare(Post(body(R"("n":3)")))).message.find("at most 2"), std::string::npos);
+  config_.scheduler.max_concurrent_sequences = 64;
   EXPECT_EQ(Err(Prepare(Post(body(R"("max_tokens":5000)")))).param, "max_tokens");
   config_.limits.max_stop_strings = 1;
   EXPECT_EQ(Err(Prepare(Post(body(R"("stop":["a","b"])")))).param, "stop");
