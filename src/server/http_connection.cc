@@ -1,15 +1,17 @@
+// The read side of a Connection: reading, framing limits, header checks, dispatch, disconnect
+// detection and closing. The write side is in http_connection_write.cc.
 #include "server/http_connection.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 
 #include <algorithm>
-#include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/status.hpp>
-#include <ctime>
 #include <exception>
-#include <nlohmann/json.hpp>
+
+#include "server/http_host.h"
+#include "util/log.h"
 
 namespace brisk::http::internal {
 namespace {
@@ -18,49 +20,13 @@ namespace bhttp = beast::http;
 
 constexpr size_t kMinReadBytes = 2 << 10;
 constexpr size_t kMaxReadBytes = 64 << 10;
-constexpr size_t kMaxBatchBuffers = 64;  // buffers per gathered write
 constexpr size_t kMaxLingerBytes = 1 << 20;
 constexpr std::chrono::milliseconds kLingerTimeout{2000};
-
-// IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT"; formatted at most once a second per thread.
-std::string_view HttpDate() {
-  static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  thread_local std::time_t cached = -1;
-  thread_local char buf[40];
-  thread_local size_t len = 0;
-  std::time_t now = std::time(nullptr);
-  if (now != cached) {
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    auto r = fmt::format_to_n(buf, sizeof(buf), "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
-                              kDays[tm.tm_wday % 7], tm.tm_mday, kMonths[tm.tm_mon % 12],
-                              tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-    len = std::min(r.size, sizeof(buf));
-    cached = now;
-  }
-  return {buf, len};
-}
-
-std::string_view Reason(int status) {
-  auto r = bhttp::obsolete_reason(static_cast<bhttp::status>(status));
-  if (r.empty() || r.front() == '<') return "Unknown";
-  return {r.data(), r.size()};
-}
-
-bool IsTokenChar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool ValidHeaderName(std::string_view name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), IsTokenChar);
-}
-
-bool ValidHeaderValue(std::string_view value) {
-  return value.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
-}
+constexpr std::chrono::milliseconds kPausePollInterval{100};
+constexpr size_t kMaxChunkLineBytes = 4096;
+constexpr size_t kMaxTrailerBytes = 8192;
+constexpr size_t kMaxTrailerFields = 64;
+constexpr std::string_view kProbe = "HTTP/1.1 100 Continue\r\n\r\n";
 
 bool IEquals(std::string_view a, std::string_view b) { return beast::iequals(a, b); }
 
@@ -69,6 +35,8 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
+
+std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
 
 // "/v1/models?x=1" -> "/v1/models"; absolute-form "http://h:1/a?b" -> "/a".
 std::string PathOf(std::string_view target) {
@@ -97,6 +65,7 @@ Connection::Connection(std::shared_ptr<ServerCore> core, tcp::socket socket, uin
       executor_(socket.get_executor()),
       socket_(std::move(socket)),
       timer_(executor_),
+      pause_timer_(executor_),
       id_(id) {}
 
 void Connection::Start() {
@@ -123,9 +92,20 @@ void Connection::BeginRequest() {
   parser_->header_limit(
       static_cast<uint32_t>(std::min<size_t>(core_->opts.max_header_bytes, UINT32_MAX)));
   parser_->body_limit(core_->opts.max_body_bytes);
-  parser_->eager(true);
+  // One step per put(): the header alone first (checked before any body byte is parsed), then
+  // one chunk-size line or one run of data at a time.
+  parser_->eager(false);
   header_checked_ = false;
-  header_seen_ = 0;
+  header_scanned_ = 0;
+  header_bytes_ = 0;
+  header_tail_ = 0;
+  header_end_seen_ = false;
+  head_req_.reset();
+  guard_.reset();
+  guard_scanned_ = 0;
+  lease_.reset();
+  chunked_body_ = false;
+  probe_sent_ = false;
   request_started_ = in_.size() > 0;
   if (request_started_) {
     ArmTimer(Clock::now() + core_->opts.request_timeout);
@@ -134,15 +114,21 @@ void Connection::BeginRequest() {
     in_.shrink_to_fit();  // an idle connection holds no buffer
     ArmTimer(Clock::now() + core_->opts.idle_timeout);
   }
+  // The client shut its side: what it sent is all there is, and it was not a whole request.
+  if (peer_eof_ && phase_ == Phase::kReading) {
+    Close();
+    return;
+  }
   WaitRead();
 }
 
 void Connection::WaitRead() {
-  if (read_waiting_ || phase_ == Phase::kClosed) return;
+  if (read_waiting_ || peer_eof_ || phase_ == Phase::kClosed) return;
   // While a response is pending, early bytes of the next request are kept but bounded; past the
-  // bound reading pauses (and with it disconnect detection) until the response is done.
+  // bound reading pauses, and a timer polls the socket for the client going away instead.
   if (phase_ == Phase::kResponding &&
       in_.size() >= std::max<size_t>(core_->opts.max_header_bytes, kMaxReadBytes)) {
+    ArmPausePoll();
     return;
   }
   read_waiting_ = true;
@@ -164,7 +150,11 @@ void Connection::OnReadable(beast::error_code ec) {
     WaitRead();
     return;
   }
-  if (ec) {  // EOF or reset: the client went away
+  if (ec == net::error::eof) {
+    OnPeerEof();
+    return;
+  }
+  if (ec) {  // reset: the client went away
     Close();
     return;
   }
@@ -181,7 +171,7 @@ void Connection::OnReadable(beast::error_code ec) {
     case Phase::kLingering:
       linger_discarded_ += in_.size();
       in_.clear();
-      if (linger_discarded_ > kMaxLingerBytes) {
+      if (linger_discarded_ > std::max(kMaxLingerBytes, core_->opts.max_body_bytes)) {
         Close();
         return;
       }
@@ -191,48 +181,198 @@ void Connection::OnReadable(beast::error_code ec) {
   WaitRead();
 }
 
+void Connection::OnPeerEof() {
+  peer_eof_ = true;
+  switch (phase_) {
+    case Phase::kReading:    // idle, or an incomplete request: nothing to answer
+    case Phase::kLingering:  // our side is done too
+      Close();
+      return;
+    case Phase::kResponding:
+      // A half-close after a complete request: keep going, but find out whether the client
+      // is really there (see http_server.h).
+      if (reply_ == Reply::kNone) SendProbe();
+      WaitError();
+      return;
+    case Phase::kClosed: return;
+  }
+}
+
+void Connection::SendProbe() {
+  if (probe_sent_ || version_ < 11 || reply_ != Reply::kNone) return;
+  probe_sent_ = true;
+  Enqueue(std::string(kProbe));
+}
+
+void Connection::WaitError() {
+  if (error_waiting_ || phase_ == Phase::kClosed) return;
+  error_waiting_ = true;
+  socket_.async_wait(tcp::socket::wait_error,
+                     [self = shared_from_this()](beast::error_code ec) { self->OnErrorWait(ec); });
+}
+
+void Connection::OnErrorWait(beast::error_code ec) {
+  error_waiting_ = false;
+  if (ec || phase_ == Phase::kClosed) return;
+  pollfd pfd{socket_.native_handle(), 0, 0};
+  if (::poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP))) {
+    Close();  // reset: the client is gone
+  }
+  // Anything else (urgent data) is not waited for again; a failed write still closes.
+}
+
+void Connection::ArmPausePoll() {
+  if (pause_polling_) return;
+  pause_polling_ = true;
+  pause_timer_.expires_after(kPausePollInterval);
+  pause_timer_.async_wait(
+      [self = shared_from_this()](beast::error_code ec) { self->OnPausePoll(ec); });
+}
+
+void Connection::OnPausePoll(beast::error_code ec) {
+  pause_polling_ = false;
+  if (ec || phase_ != Phase::kResponding || read_waiting_) return;  // reading resumed
+  pollfd pfd{socket_.native_handle(), POLLRDHUP, 0};
+  if (::poll(&pfd, 1, 0) == 1) {
+    if (pfd.revents & (POLLERR | POLLHUP)) {
+      Close();
+      return;
+    }
+    // FIN behind the buffered bytes. Not an EOF yet (pipelined requests come first), but the
+    // probe tells a closed client from a half-closed one.
+    if (pfd.revents & POLLRDHUP) SendProbe();
+  }
+  ArmPausePoll();
+}
+
 void Connection::ParseRequest() {
   while (phase_ == Phase::kReading && in_.size() > 0) {
-    // Beast's header_limit bounds what one put() sees; the limit is on the
-    // whole header section, however it arrives.
-    const bool in_header = !parser_->is_header_done();
-    if (in_header) {
-      const std::string_view buf(static_cast<const char*>(in_.data().data()), in_.size());
-      const size_t end = buf.find("\r\n\r\n");
-      const size_t header_here = end == std::string_view::npos ? buf.size() : end + 4;
-      if (header_seen_ + header_here > core_->opts.max_header_bytes) {
-        Reject(431, "request header too large");
-        return;
-      }
-    }
+    if (!parser_->is_header_done() && !ScanHeader()) return;
+    if (guard_ && !FeedGuard()) return;
     beast::error_code ec;
-    size_t n = parser_->put(in_.data(), ec);
-    if (in_header && !parser_->is_header_done()) header_seen_ += n;
+    // A partial header too: the parser refuses a bad start line (say, TLS bytes) at once.
+    const size_t n = parser_->put(in_.data(), ec);
     in_.consume(n);
+    header_scanned_ -= std::min(header_scanned_, n);
+    guard_scanned_ -= std::min(guard_scanned_, n);
     if (ec && ec != bhttp::error::need_more) {
       if (ec == bhttp::error::header_limit) {
-        Reject(431, "request header too large\n");
+        Reject(431, "request header too large", "header_too_large");
       } else if (ec == bhttp::error::body_limit) {
-        Reject(413, "request body too large\n");
+        Reject(413, "request body too large", "body_too_large");
       } else {
-        Reject(400, fmt::format("bad request: {}\n", ec.message()));
+        Reject(400, fmt::format("bad request: {}", ec.message()));
       }
       return;
     }
     if (parser_->is_header_done() && !header_checked_ && !CheckHeader()) return;
+    if (chunked_body_ && lease_ && !lease_->GrowTo(parser_->get().body().capacity())) {
+      Reject(503, "too many request bodies in flight; retry shortly", "server_busy",
+             {{"Retry-After", "1"}});
+      return;
+    }
     if (parser_->is_done()) {
       Dispatch();
       return;
     }
     if (ec == bhttp::error::need_more || n == 0) break;
   }
+  // The parser holds on to an element in progress only: a header section (bounded above) or a
+  // chunk-size line / trailer section (bounded by the guard). Anything else is a bug; refuse
+  // rather than buffer.
+  if (phase_ == Phase::kReading &&
+      in_.size() > core_->opts.max_header_bytes + kMaxChunkLineBytes + kMaxTrailerBytes) {
+    Reject(400, "request framing element too large");
+  }
+}
+
+bool Connection::ScanHeader() {
+  if (header_end_seen_) return true;
+  const std::string_view buf(static_cast<const char*>(in_.data().data()), in_.size());
+  for (size_t i = header_scanned_; i < buf.size(); ++i) {
+    const char c = buf[i];
+    // Obsolete line folding (RFC 9112 section 5.2): a line starting with SP or HTAB. The parser
+    // would join it to the previous field; a server in front might not.
+    if ((header_tail_ & 0xff) == '\n' && (c == ' ' || c == '\t')) {
+      Reject(400, "obsolete line folding in the header section is not allowed");
+      return false;
+    }
+    header_tail_ = (header_tail_ << 8) | static_cast<unsigned char>(c);
+    if (++header_bytes_ > core_->opts.max_header_bytes) {
+      Reject(431, "request header too large", "header_too_large");
+      return false;
+    }
+    if (header_tail_ == 0x0d0a0d0au) {  // CRLFCRLF: the rest is body
+      header_end_seen_ = true;
+      header_scanned_ = i + 1;
+      return true;
+    }
+  }
+  header_scanned_ = buf.size();
+  return true;
+}
+
+bool Connection::FeedGuard() {
+  const std::string_view buf(static_cast<const char*>(in_.data().data()), in_.size());
+  if (guard_scanned_ >= buf.size()) return true;
+  const auto r = guard_->Feed(buf.substr(guard_scanned_));
+  guard_scanned_ += r.used;
+  using V = ChunkedGuard::Verdict;
+  switch (r.verdict) {
+    case V::kMore:
+    case V::kDone: return true;
+    case V::kLineTooLong:
+      Reject(400, fmt::format("chunk-size line longer than {} bytes", kMaxChunkLineBytes));
+      return false;
+    case V::kBodyTooLarge:
+      Reject(413, "request body too large (chunked framing included)", "body_too_large");
+      return false;
+    case V::kTrailerTooLarge:
+    case V::kTooManyTrailerFields:
+      Reject(431,
+             fmt::format("trailer section too large (at most {} bytes in {} fields)",
+                         kMaxTrailerBytes, kMaxTrailerFields),
+             "header_too_large");
+      return false;
+  }
+  return false;
+}
+
+bool Connection::CheckHosts(
+    const beast::http::request_parser<beast::http::string_body>::value_type& h) {
+  int count = 0;
+  std::string_view host;
+  for (const auto& f : h) {
+    if (f.name() != bhttp::field::host) continue;
+    ++count;
+    host = View(f.value());
+  }
+  if (count > 1) {
+    Reject(400, "more than one Host header");
+    return false;
+  }
+  if (count == 0 && h.version() >= 11) {
+    Reject(400, "HTTP/1.1 request without a Host header");
+    return false;
+  }
+  const auto& allowed = core_->opts.allowed_hosts;
+  if (count == 1 && !allowed.empty() && !HostAllowed(host, allowed)) {
+    Reject(421,
+           fmt::format("Host '{}' is not served here (allowed: {}); this protects a server "
+                       "without API keys from DNS rebinding",
+                       host.substr(0, 200), fmt::join(allowed, ", ")),
+           "host_not_allowed");
+    return false;
+  }
+  return true;
 }
 
 bool Connection::CheckHeader() {
   header_checked_ = true;
   const auto& h = parser_->get();
+  version_ = h.version();
   if (h.version() / 10 != 1) {
-    Reject(505, "HTTP version not supported\n");
+    Reject(505, "HTTP version not supported");
     return false;
   }
   // Beast decodes only chunked framing and treats any other coding as "no body", which would
@@ -242,20 +382,64 @@ bool Connection::CheckHeader() {
   for (const auto& f : h) {
     if (f.name() != bhttp::field::transfer_encoding) continue;
     ++te_count;
-    auto v = f.value();
-    te_chunked_only &= IEquals(Trim({v.data(), v.size()}), "chunked");
+    te_chunked_only &= IEquals(Trim(View(f.value())), "chunked");
   }
   if (te_count > 1 || !te_chunked_only) {
-    Reject(501, "unsupported transfer-encoding\n");
+    Reject(501, "unsupported transfer-encoding", "not_implemented");
     return false;
   }
+  if (!CheckHosts(h)) return false;
   auto expect = h[bhttp::field::expect];
-  if (!expect.empty()) {
-    if (!IEquals(Trim({expect.data(), expect.size()}), "100-continue")) {
-      Reject(417, "unsupported expectation\n");
+  if (!expect.empty() && !IEquals(Trim(View(expect)), "100-continue")) {
+    Reject(417, "unsupported expectation");
+    return false;
+  }
+
+  Request req;
+  req.method = std::string(View(h.method_string()));
+  req.target = std::string(View(h.target()));
+  req.path = PathOf(req.target);
+  req.remote = remote_;
+  req.headers.reserve(16);
+  for (const auto& f : h) {
+    req.headers.emplace_back(std::string(View(f.name_string())), std::string(View(f.value())));
+  }
+  if (const auto& hook = core_->opts.on_headers) {
+    std::optional<EarlyResponse> early;
+    try {
+      early = hook(req);
+    } catch (const std::exception& e) {
+      log::Error("[http] on_headers threw for {}: {}", remote_, e.what());
+      early = EarlyResponse{500, {{"Content-Type", "text/plain"}}, "internal server error\n"};
+    } catch (...) {
+      log::Error("[http] on_headers threw a non-exception for {}", remote_);
+      early = EarlyResponse{500, {{"Content-Type", "text/plain"}}, "internal server error\n"};
+    }
+    if (early) {
+      head_ = h.method() == bhttp::verb::head;
+      AnswerAndClose(early->status, std::move(early->headers), std::move(early->body));
       return false;
     }
-    if (h.version() >= 11 && !parser_->is_done()) Enqueue("HTTP/1.1 100 Continue\r\n\r\n");
+  }
+  head_req_ = std::move(req);
+
+  chunked_body_ = parser_->chunked();
+  const auto length = parser_->content_length();
+  if (chunked_body_ || (length && *length > 0)) {
+    lease_ = std::make_shared<BodyLease>(core_->body_budget);
+    if (length && !lease_->GrowTo(static_cast<size_t>(*length))) {
+      Reject(503, "too many request bodies in flight; retry shortly", "server_busy",
+             {{"Retry-After", "1"}});
+      return false;
+    }
+  }
+  if (chunked_body_) {
+    guard_.emplace(ChunkedLimits{kMaxChunkLineBytes, core_->opts.max_body_bytes, kMaxTrailerBytes,
+                                 kMaxTrailerFields});
+    guard_scanned_ = 0;
+  }
+  if (!expect.empty() && h.version() >= 11 && !parser_->is_done()) {
+    Enqueue("HTTP/1.1 100 Continue\r\n\r\n");
   }
   return true;
 }
@@ -263,6 +447,7 @@ bool Connection::CheckHeader() {
 void Connection::Dispatch() {
   auto msg = parser_->release();
   parser_.reset();
+  guard_.reset();
   DisarmTimer();
   phase_ = Phase::kResponding;
   reply_ = Reply::kNone;
@@ -271,21 +456,10 @@ void Connection::Dispatch() {
   keep_alive_ = msg.keep_alive() && !draining_;
   head_ = msg.method() == bhttp::verb::head;
 
-  Request req;
-  auto method = msg.method_string();
-  req.method.assign(method.data(), method.size());
-  auto target = msg.target();
-  req.target.assign(target.data(), target.size());
-  req.path = PathOf(req.target);
-  req.headers.reserve(16);
-  for (const auto& f : msg) {
-    auto name = f.name_string();
-    auto value = f.value();
-    req.headers.emplace_back(std::string(name.data(), name.size()),
-                             std::string(value.data(), value.size()));
-  }
+  Request req = std::move(*head_req_);
+  head_req_.reset();
   req.body = std::move(msg.body());
-  req.remote = remote_;
+  req.body_lease = std::move(lease_);
 
   auto res = std::shared_ptr<Responder>(new Responder(shared_from_this(), seq_));
   responder_ = res;
@@ -293,41 +467,17 @@ void Connection::Dispatch() {
   try {
     core_->handler(std::move(req), std::move(res));
   } catch (const std::exception& e) {
-    fmt::print(stderr, "[http] handler threw for {}: {}\n", remote_, e.what());
+    log::Error("[http] handler threw for {}: {}", remote_, e.what());
     DoSend(seq, 500, {{"Content-Type", "text/plain"}}, "internal server error\n");
   } catch (...) {
-    fmt::print(stderr, "[http] handler threw a non-exception for {}\n", remote_);
+    log::Error("[http] handler threw a non-exception for {}", remote_);
     DoSend(seq, 500, {{"Content-Type", "text/plain"}}, "internal server error\n");
   }
-}
-
-void Connection::Reject(int status, std::string_view text) {
-  parser_.reset();
-  in_.clear();
-  DisarmTimer();
-  phase_ = Phase::kResponding;
-  reply_ = Reply::kNone;
-  responder_.reset();
-  ++seq_;
-  version_ = 11;
-  keep_alive_ = false;
-  head_ = false;
-  // The OpenAI error shape, so API clients can read errors of the HTTP layer too.
-  std::string msg(text);
-  while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-  nlohmann::json err = {{"error",
-                         {{"message", msg},
-                          {"type", "invalid_request_error"},
-                          {"param", nullptr},
-                          {"code", status == 413   ? "body_too_large"
-                                   : status == 431 ? "header_too_large"
-                                   : status == 408 ? "request_timeout"
-                                                   : "bad_http_request"}}}};
-  const std::string body = err.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  Enqueue(BuildHead(status, {{"Content-Type", "application/json"}}, Framing::kLength, body.size()));
-  Enqueue(body);
-  reply_ = Reply::kComplete;
-  OnReplyComplete();
+  // A half-close that came with the request: find out now whether the client is there.
+  if (peer_eof_ && Current(seq)) {
+    SendProbe();
+    WaitError();
+  }
 }
 
 void Connection::Drain() {
@@ -348,6 +498,7 @@ void Connection::Close() {
   const bool fire = phase_ == Phase::kResponding && reply_ != Reply::kComplete;
   phase_ = Phase::kClosed;
   DisarmTimer();
+  pause_timer_.cancel();
   beast::error_code ec;
   socket_.shutdown(tcp::socket::shutdown_both, ec);
   socket_.close(ec);
@@ -357,12 +508,36 @@ void Connection::Close() {
   out_.erase(out_.begin() + static_cast<ptrdiff_t>(writing_count_), out_.end());
   pending_bytes.fetch_sub(dropped, std::memory_order_relaxed);
   parser_.reset();
+  guard_.reset();
+  head_req_.reset();
+  lease_.reset();
   in_.clear();
   in_.shrink_to_fit();
   core_->Unregister(id_);
   auto responder = responder_.lock();
   responder_.reset();
   if (fire && responder) responder->FireClose();
+}
+
+void Connection::BeginLinger() {
+  phase_ = Phase::kLingering;
+  parser_.reset();
+  guard_.reset();
+  head_req_.reset();
+  lease_.reset();
+  in_.clear();
+  if (peer_eof_) {  // the client is done sending: nothing to drain
+    Close();
+    return;
+  }
+  beast::error_code ec;
+  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) {
+    Close();
+    return;
+  }
+  ArmTimer(Clock::now() + std::min<Clock::duration>(kLingerTimeout, core_->opts.idle_timeout));
+  WaitRead();
 }
 
 void Connection::ArmTimer(Clock::time_point when) {
@@ -382,7 +557,7 @@ void Connection::OnTimer(uint64_t gen, beast::error_code ec) {
   switch (phase_) {
     case Phase::kReading:
       if (request_started_) {
-        Reject(408, "request timeout\n");
+        Reject(408, "request timeout", "request_timeout");
       } else {
         Close();  // idle keep-alive
       }
@@ -393,195 +568,6 @@ void Connection::OnTimer(uint64_t gen, beast::error_code ec) {
     case Phase::kLingering: Close(); break;
     case Phase::kClosed: break;
   }
-}
-
-std::string Connection::BuildHead(int status, const Headers& headers, Framing framing,
-                                  size_t length) {
-  std::string h;
-  h.reserve(256);
-  fmt::format_to(std::back_inserter(h), "HTTP/1.1 {} {}\r\n", status, Reason(status));
-  bool has_date = false, has_server = false, has_cache_control = false;
-  for (const auto& [name, value] : headers) {
-    if (!ValidHeaderName(name) || !ValidHeaderValue(value)) {
-      fmt::print(stderr, "[http] dropping invalid response header '{}'\n", name);
-      continue;
-    }
-    if (IEquals(name, "Content-Length") || IEquals(name, "Transfer-Encoding")) continue;
-    if (IEquals(name, "Connection")) {
-      if (beast::http::token_list(value).exists("close")) keep_alive_ = false;
-      continue;
-    }
-    has_date |= IEquals(name, "Date");
-    has_server |= IEquals(name, "Server");
-    has_cache_control |= IEquals(name, "Cache-Control");
-    h.append(name).append(": ").append(value).append("\r\n");
-  }
-  if (!has_date) h.append("Date: ").append(HttpDate()).append("\r\n");
-  if (!has_server) h.append("Server: brisk\r\n");
-  switch (framing) {
-    case Framing::kNone: break;
-    case Framing::kLength:
-      fmt::format_to(std::back_inserter(h), "Content-Length: {}\r\n", length);
-      break;
-    case Framing::kChunked:
-      if (!has_cache_control) h.append("Cache-Control: no-cache\r\n");
-      h.append("Transfer-Encoding: chunked\r\n");
-      break;
-    case Framing::kUntilClose:
-      if (!has_cache_control) h.append("Cache-Control: no-cache\r\n");
-      break;
-  }
-  if (!keep_alive_) {
-    h.append("Connection: close\r\n");
-  } else if (version_ == 10) {
-    h.append("Connection: keep-alive\r\n");
-  }
-  h.append("\r\n");
-  return h;
-}
-
-void Connection::DoSend(uint64_t seq, int status, Headers headers, std::string body) {
-  if (!Current(seq) || reply_ != Reply::kNone) return;
-  if (status < 200 || status > 999) {
-    fmt::print(stderr, "[http] handler sent invalid status {}; answering 500\n", status);
-    status = 500;
-    headers = {{"Content-Type", "text/plain"}};
-    body = "internal server error\n";
-  }
-  const bool no_body = status == 204 || status == 304;
-  Enqueue(BuildHead(status, headers, no_body ? Framing::kNone : Framing::kLength, body.size()));
-  if (!head_ && !no_body) Enqueue(std::move(body));
-  reply_ = Reply::kComplete;
-  OnReplyComplete();
-}
-
-void Connection::DoStartStream(uint64_t seq, int status, Headers headers) {
-  if (!Current(seq) || reply_ != Reply::kNone) return;
-  if (status < 200 || status > 999) {
-    fmt::print(stderr, "[http] handler started a stream with invalid status {}\n", status);
-    status = 500;
-  }
-  chunked_ = version_ >= 11;
-  if (!chunked_) keep_alive_ = false;  // HTTP/1.0: the body ends when the connection closes
-  Enqueue(BuildHead(status, headers, chunked_ ? Framing::kChunked : Framing::kUntilClose, 0));
-  reply_ = Reply::kStreaming;
-}
-
-void Connection::DoWrite(uint64_t seq, std::string data) {
-  const size_t n = data.size();
-  pending_bytes.fetch_sub(n, std::memory_order_relaxed);  // re-added by Enqueue
-  if (!Current(seq) || reply_ != Reply::kStreaming || head_) return;
-  if (chunked_) {
-    std::string chunk;
-    chunk.reserve(data.size() + 16);
-    fmt::format_to(std::back_inserter(chunk), "{:x}\r\n", data.size());
-    chunk.append(data).append("\r\n");
-    Enqueue(std::move(chunk));
-  } else {
-    Enqueue(std::move(data));
-  }
-  // Bytes queued ahead of this chunk: one Write larger than the limit alone is not "behind".
-  const size_t behind = pending_bytes.load(std::memory_order_relaxed) -
-                        std::min(pending_bytes.load(std::memory_order_relaxed), n);
-  if (behind > core_->opts.max_write_queue_bytes) {
-    fmt::print(stderr, "[http] {}: stream consumer {} bytes behind; disconnecting\n", remote_,
-               behind);
-    Close();
-  }
-}
-
-void Connection::DoEnd(uint64_t seq) {
-  if (!Current(seq)) return;
-  if (reply_ == Reply::kNone) {  // End() without StartStream(): an empty 200
-    DoSend(seq, 200, {}, "");
-    return;
-  }
-  if (reply_ != Reply::kStreaming) return;
-  if (chunked_ && !head_) Enqueue("0\r\n\r\n");
-  reply_ = Reply::kComplete;
-  OnReplyComplete();
-}
-
-void Connection::OnResponderDropped(uint64_t seq) {
-  if (!Current(seq)) return;
-  if (reply_ == Reply::kNone) {
-    fmt::print(stderr, "[http] {}: handler dropped the request without answering\n", remote_);
-    DoSend(seq, 500, {{"Content-Type", "text/plain"}}, "internal server error: no response\n");
-  } else if (reply_ == Reply::kStreaming) {
-    fmt::print(stderr, "[http] {}: stream dropped without End(); closing\n", remote_);
-    Close();
-  }
-}
-
-void Connection::Enqueue(std::string data) {
-  if (data.empty() || phase_ == Phase::kClosed) return;
-  pending_bytes.fetch_add(data.size(), std::memory_order_relaxed);
-  out_.push_back(std::move(data));
-  StartWrite();
-}
-
-void Connection::StartWrite() {
-  if (writing_count_ > 0 || out_.empty() || phase_ == Phase::kClosed) return;
-  std::vector<net::const_buffer> bufs;
-  const size_t n = std::min(out_.size(), kMaxBatchBuffers);
-  bufs.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    bufs.push_back(net::buffer(out_[i]));
-    writing_bytes_ += out_[i].size();
-  }
-  writing_count_ = n;
-  net::async_write(socket_, bufs, [self = shared_from_this()](beast::error_code ec, size_t) {
-    self->OnWritten(ec);
-  });
-}
-
-void Connection::OnWritten(beast::error_code ec) {
-  for (size_t i = 0; i < writing_count_; ++i) out_.pop_front();
-  pending_bytes.fetch_sub(writing_bytes_, std::memory_order_relaxed);
-  writing_count_ = 0;
-  writing_bytes_ = 0;
-  if (phase_ == Phase::kClosed) return;
-  if (ec) {
-    Close();
-    return;
-  }
-  if (!out_.empty()) {
-    StartWrite();
-    return;
-  }
-  if (phase_ == Phase::kResponding && reply_ == Reply::kComplete) OnResponseFlushed();
-}
-
-void Connection::OnReplyComplete() {
-  if (auto responder = responder_.lock()) responder->Finish();
-  responder_.reset();
-  if (writing_count_ == 0 && out_.empty()) {
-    OnResponseFlushed();
-  } else {
-    ArmTimer(Clock::now() + core_->opts.idle_timeout);
-  }
-}
-
-void Connection::OnResponseFlushed() {
-  if (!keep_alive_ || draining_) {
-    BeginLinger();
-  } else {
-    BeginRequest();
-  }
-}
-
-void Connection::BeginLinger() {
-  phase_ = Phase::kLingering;
-  parser_.reset();
-  in_.clear();
-  beast::error_code ec;
-  socket_.shutdown(tcp::socket::shutdown_send, ec);
-  if (ec) {
-    Close();
-    return;
-  }
-  ArmTimer(Clock::now() + std::min<Clock::duration>(kLingerTimeout, core_->opts.idle_timeout));
-  WaitRead();
 }
 
 }  // namespace brisk::http::internal

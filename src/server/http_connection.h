@@ -26,6 +26,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "server/http_body_budget.h"
+#include "server/http_chunked_guard.h"
 #include "server/http_server.h"
 
 namespace brisk::http::internal {
@@ -49,6 +51,8 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
 
   const ServerOptions opts;
   const Handler handler;
+  const int max_connections;  // opts.max_connections capped by the file limit
+  const std::shared_ptr<BodyBudget> body_budget;
   net::io_context ioc;
   net::executor_work_guard<net::io_context::executor_type> work;
   const net::strand<net::io_context::executor_type> accept_strand;
@@ -66,6 +70,9 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
  private:
   void OnAccept(beast::error_code ec, tcp::socket socket);
   void RejectBusy(tcp::socket socket);
+  // Out of descriptors: gives up the spare one to accept a pending connection, answer 503 and
+  // close it. False if there was none to give up or nothing to accept.
+  bool RejectWithSpareFd();
   std::vector<std::shared_ptr<Connection>> Snapshot();  // mu held
   void CloseListener();                                 // acceptor strand
 
@@ -74,7 +81,11 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   bool stopping = false;
   uint64_t next_id = 0;
   std::unordered_map<uint64_t, std::weak_ptr<Connection>> conns;
+  int spare_fd = -1;  // acceptor strand; /dev/null held for RejectWithSpareFd
 };
+
+// The effective connection cap for `requested` (0: none asked) under the file limit `nofile`.
+int ConnectionCap(int requested, uint64_t nofile);
 
 // One client connection. Every method except Post runs on the connection's strand.
 //
@@ -82,6 +93,16 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
 // Responder queues output; bytes that arrive meanwhile are kept for the next request) ->
 // kReading again on keep-alive, or kLingering (send side shut, input drained briefly so the
 // client sees our last response rather than a reset) -> kClosed.
+//
+// Reading a request: the header section is scanned as bytes arrive (bounded by
+// max_header_bytes, no line folding) before the parser sees it; then CheckHeader (strictness, Host,
+// the on_headers hook, the body budget); then the body, each chunked byte first through `guard_`.
+// The parser consumes body data as it comes, so the input buffer only ever holds one framing
+// element in progress plus one read.
+//
+// Disconnects follow the rules in http_server.h: `peer_eof_` (half-close, served), a probe
+// (interim 100) to tell a closed client by its reset, `WaitError` for that reset, and a
+// poll timer while reading is paused.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(std::shared_ptr<ServerCore> core, tcp::socket socket, uint64_t id);
@@ -119,10 +140,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void BeginRequest();
   void WaitRead();
   void OnReadable(beast::error_code ec);
+  void OnPeerEof();
+  void SendProbe();
+  void WaitError();
+  void OnErrorWait(beast::error_code ec);
+  void ArmPausePoll();
+  void OnPausePoll(beast::error_code ec);
   void ParseRequest();
-  bool CheckHeader();  // false: rejected
+  bool ScanHeader();   // false: rejected
+  bool FeedGuard();    // false: rejected
+  bool CheckHeader();  // false: rejected or answered early
+  bool CheckHosts(const beast::http::request_parser<beast::http::string_body>::value_type& h);
   void Dispatch();
-  void Reject(int status, std::string_view text);
+  // An error in OpenAI's shape: {"error": {"message", "type", "param", "code"}}, then close.
+  void Reject(int status, std::string_view text, std::string_view code = {}, Headers extra = {});
+  // Any response to the current request, sent at once with "Connection: close".
+  void AnswerAndClose(int status, Headers headers, std::string body);
   void ArmTimer(Clock::time_point when);
   void DisarmTimer();
   void OnTimer(uint64_t gen, beast::error_code ec);
@@ -139,6 +172,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const net::any_io_executor executor_;     // the strand
   tcp::socket socket_;
   net::steady_timer timer_;
+  net::steady_timer pause_timer_;  // polls the socket while reading is paused
   const uint64_t id_;
   std::string remote_;
 
@@ -146,9 +180,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer in_;
   std::optional<beast::http::request_parser<beast::http::string_body>> parser_;
   bool read_waiting_ = false;
+  bool error_waiting_ = false;
+  bool pause_polling_ = false;
+  bool peer_eof_ = false;         // the client shut its sending side (read returned EOF)
+  bool probe_sent_ = false;       // an interim 100 went out to provoke a reset
   bool request_started_ = false;  // a byte of the current request arrived
   bool header_checked_ = false;
-  size_t header_seen_ = 0;  // header bytes consumed by the parser so far
+  // The header section is scanned once, byte by byte, before the parser sees it: its end, its
+  // size, obsolete line folding (which the parser would accept).
+  size_t header_scanned_ = 0;  // bytes at the front of `in_` already scanned
+  size_t header_bytes_ = 0;    // header section bytes so far, consumed or not
+  uint32_t header_tail_ = 0;   // the last four bytes scanned, to find CRLFCRLF
+  bool header_end_seen_ = false;
+  std::optional<Request> head_req_;  // the parsed head, from CheckHeader to Dispatch
+  std::optional<ChunkedGuard> guard_;
+  size_t guard_scanned_ = 0;  // bytes at the front of `in_` already fed to `guard_`
+  std::shared_ptr<BodyLease> lease_;
+  bool chunked_body_ = false;
   size_t linger_discarded_ = 0;
 
   // Current request / response.

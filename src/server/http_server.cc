@@ -1,6 +1,10 @@
 #include "server/http_server.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
@@ -9,6 +13,7 @@
 #include <system_error>
 
 #include "server/http_connection.h"
+#include "util/log.h"
 
 namespace brisk::http {
 
@@ -17,6 +22,11 @@ std::string_view Request::Header(std::string_view name) const {
     if (boost::beast::iequals(k, name)) return v;
   }
   return {};
+}
+
+void Request::ReleaseBody() {
+  std::string().swap(body);
+  body_lease.reset();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -89,9 +99,9 @@ void Responder::FireClose() {
     try {
       cb();
     } catch (const std::exception& e) {
-      fmt::print(stderr, "[http] OnClose callback threw: {}\n", e.what());
+      log::Error("[http] OnClose callback threw: {}", e.what());
     } catch (...) {
-      fmt::print(stderr, "[http] OnClose callback threw a non-exception\n");
+      log::Error("[http] OnClose callback threw a non-exception");
     }
   }
 }
@@ -108,10 +118,38 @@ void Responder::Finish() {
 // ServerCore
 
 namespace internal {
+namespace {
+
+constexpr std::string_view kBusyResponse =
+    "HTTP/1.1 503 Service Unavailable\r\nServer: brisk\r\nContent-Type: text/plain\r\n"
+    "Content-Length: 21\r\nRetry-After: 1\r\nConnection: close\r\n\r\ntoo many connections\n";
+
+uint64_t FileLimit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+  return rl.rlim_cur;
+}
+
+int OpenSpareFd() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+}  // namespace
+
+int ConnectionCap(int requested, uint64_t nofile) {
+  const uint64_t reserve = 64 + nofile / 16;
+  const uint64_t by_files = nofile > reserve ? nofile - reserve : 1;
+  const uint64_t cap = std::min<uint64_t>(by_files, INT32_MAX);
+  if (requested <= 0) return static_cast<int>(cap);
+  return static_cast<int>(std::min<uint64_t>(cap, static_cast<uint64_t>(requested)));
+}
 
 ServerCore::ServerCore(ServerOptions o, Handler h)
     : opts(std::move(o)),
       handler(std::move(h)),
+      max_connections(ConnectionCap(opts.max_connections, FileLimit())),
+      body_budget(std::make_shared<BodyBudget>(
+          opts.max_inflight_body_bytes == 0
+              ? 0
+              : std::max(opts.max_inflight_body_bytes, opts.max_body_bytes))),
       ioc(std::max(1, opts.io_threads)),
       work(net::make_work_guard(ioc)),
       accept_strand(net::make_strand(ioc)),
@@ -149,6 +187,11 @@ Status ServerCore::Listen() {
   auto local = acceptor.local_endpoint(ec);
   if (ec) return Internal("http server: local_endpoint: {}", ec.message());
   port = local.port();
+  spare_fd = OpenSpareFd();
+  if (opts.max_connections > max_connections) {
+    log::Warn("[http] max_connections {} lowered to {}: the file limit (ulimit -n) is {}",
+              opts.max_connections, max_connections, FileLimit());
+  }
   return Status::Ok();
 }
 
@@ -163,10 +206,14 @@ void ServerCore::DoAccept() {
 void ServerCore::OnAccept(beast::error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
   if (ec) {
+    if ((ec == net::error::no_descriptors || ec.value() == ENFILE) && RejectWithSpareFd()) {
+      DoAccept();
+      return;
+    }
     // Usually EMFILE/ENFILE: back off instead of spinning; established connections go on.
     static thread_local Clock::time_point last_log{};
     if (Clock::now() - last_log > std::chrono::seconds(1)) {
-      fmt::print(stderr, "[http] accept failed: {}; retrying\n", ec.message());
+      log::Warn("[http] accept failed: {}; retrying", ec.message());
       last_log = Clock::now();
     }
     accept_retry.expires_after(std::chrono::milliseconds(50));
@@ -184,7 +231,7 @@ void ServerCore::OnAccept(beast::error_code ec, tcp::socket socket) {
       socket.close(cec);
       return;  // the listener is being closed
     }
-    if (num_connections.load(std::memory_order_relaxed) >= opts.max_connections) {
+    if (num_connections.load(std::memory_order_relaxed) >= max_connections) {
       busy = true;
     } else {
       const uint64_t id = next_id++;
@@ -201,12 +248,36 @@ void ServerCore::OnAccept(beast::error_code ec, tcp::socket socket) {
   DoAccept();
 }
 
+bool ServerCore::RejectWithSpareFd() {
+  if (spare_fd < 0) spare_fd = OpenSpareFd();  // a descriptor may have come free meanwhile
+  if (spare_fd < 0) return false;
+  ::close(spare_fd);
+  spare_fd = -1;
+  const int fd =
+      ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd >= 0) {
+    // A fresh socket's send buffer takes this at once. Reading what the client already sent
+    // first makes close() send FIN rather than a reset that could discard the answer.
+    char sink[4096];
+    for (int i = 0; i < 16 && ::recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; ++i) {
+    }
+    [[maybe_unused]] ssize_t n =
+        ::send(fd, kBusyResponse.data(), kBusyResponse.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(fd, SHUT_WR);
+    ::close(fd);
+  }
+  spare_fd = OpenSpareFd();
+  static thread_local Clock::time_point last_log{};
+  if (fd >= 0 && Clock::now() - last_log > std::chrono::seconds(1)) {
+    log::Warn("[http] out of file descriptors: answering new connections 503");
+    last_log = Clock::now();
+  }
+  return fd >= 0;
+}
+
 void ServerCore::RejectBusy(tcp::socket socket) {
-  static const std::string kResponse =
-      "HTTP/1.1 503 Service Unavailable\r\nServer: brisk\r\nContent-Type: text/plain\r\n"
-      "Content-Length: 21\r\nConnection: close\r\n\r\ntoo many connections\n";
   auto s = std::make_shared<tcp::socket>(std::move(socket));
-  net::async_write(*s, net::buffer(kResponse), [s](beast::error_code, size_t) {
+  net::async_write(*s, net::buffer(kBusyResponse), [s](beast::error_code, size_t) {
     beast::error_code ec;
     s->shutdown(tcp::socket::shutdown_send, ec);
     s->close(ec);
@@ -231,6 +302,8 @@ void ServerCore::CloseListener() {
   beast::error_code ec;
   acceptor.close(ec);
   accept_retry.cancel();
+  if (spare_fd >= 0) ::close(spare_fd);
+  spare_fd = -1;
 }
 
 void ServerCore::StopAccepting() {
@@ -278,9 +351,9 @@ void ServerCore::RunIoThread() {
       ioc.run();
       return;
     } catch (const std::exception& e) {
-      fmt::print(stderr, "[http] uncaught exception on an IO thread: {}\n", e.what());
+      log::Error("[http] uncaught exception on an IO thread: {}", e.what());
     } catch (...) {
-      fmt::print(stderr, "[http] uncaught non-exception on an IO thread\n");
+      log::Error("[http] uncaught non-exception on an IO thread");
     }
   }
 }
@@ -302,8 +375,9 @@ Expected<std::unique_ptr<Server>> Server::Start(ServerOptions opts, Handler hand
   if (opts.io_threads < 1) {
     return InvalidArgument("http server: io_threads must be >= 1, got {}", opts.io_threads);
   }
-  if (opts.max_header_bytes == 0 || opts.max_connections < 1) {
-    return InvalidArgument("http server: max_header_bytes and max_connections must be > 0");
+  if (opts.max_header_bytes == 0 || opts.max_connections < 0) {
+    return InvalidArgument(
+        "http server: max_header_bytes must be > 0 and max_connections >= 0 (0: automatic)");
   }
   const int n_threads = opts.io_threads;
   auto core = std::make_shared<internal::ServerCore>(std::move(opts), std::move(handler));
@@ -327,6 +401,10 @@ int Server::num_connections() const {
   return core_->num_connections.load(std::memory_order_relaxed);
 }
 
+int Server::max_connections() const { return core_->max_connections; }
+
+size_t Server::inflight_body_bytes() const { return core_->body_budget->used(); }
+
 void Server::StopAccepting() { core_->StopAccepting(); }
 
 void Server::Stop() {
@@ -335,7 +413,7 @@ void Server::Stop() {
   if (threads_.empty()) core_->RunIoThread();  // never started: drain the queue here
   for (auto& t : threads_) {
     if (t.get_id() == std::this_thread::get_id()) {
-      fmt::print(stderr, "[http] Server::Stop called on an IO thread; not joining it\n");
+      log::Warn("[http] Server::Stop called on an IO thread; not joining it");
       t.detach();
     } else {
       t.join();

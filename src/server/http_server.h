@@ -9,9 +9,28 @@
 // requests answered one at a time in order (pipelined bytes wait in the buffer), limits on
 // header and body size (431 / 413), a deadline for the whole request (408, against slowloris),
 // an idle timeout between requests, and a bound on bytes queued for a slow stream consumer.
-// While a response is pending or streaming the socket stays armed for reading, so a client
-// that goes away is noticed at once and Responder::OnClose fires: that is how generation is
-// cancelled.
+//
+// Before a body is read: strict framing (HTTP/1.1 needs exactly one Host, no obsolete line
+// folding: 400), the Host allow-list (421), the on_headers hook (e.g. the API key: its answer
+// goes out without reading the body) and the server-wide budget of body bytes in flight (503).
+// While a body is read, every byte of it counts, chunked framing included, and no framing
+// element (chunk-size line, trailer section) may grow without bound; see ServerOptions.
+//
+// Disconnects and cancellation (Responder::OnClose). While a response is pending or
+// streaming the socket stays watched, so a client that goes away is noticed at once:
+//  - EOF (FIN) while a request is incomplete: the request is dropped (no handler call).
+//  - EOF after a complete request is a half-close (shutdown(SHUT_WR)), not a cancel: the
+//    response is still served, then the connection closes. Pipelined requests that arrived
+//    complete before the EOF are served too.
+//  - A client that really went away is told apart by its reset: a closed socket answers any
+//    byte we send with RST. So on EOF before the response has started, an HTTP/1.1 client
+//    gets an interim "100 Continue" (legal at any time before the final response; a
+//    half-closed client skips it like any 1xx), and a reset or a failed write closes the
+//    connection and fires OnClose. A stream whose headers were already sent learns it at
+//    its next Write. HTTP/1.0 clients cannot be sent a 1xx: after their EOF the response is
+//    computed and the write then fails.
+//  - While reading is paused (a pending response with 64 KiB of pipelined input buffered),
+//    the socket is polled every 100 ms for a shutdown or reset, with the same rules.
 #pragma once
 
 #include <atomic>
@@ -21,6 +40,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -33,21 +53,39 @@ namespace brisk::http {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+namespace internal {
+class Connection;
+class BodyLease;
+}  // namespace internal
+
 struct Request {
   std::string method;  // "GET", "POST", ...
   std::string target;  // raw target "/v1/models?x=1"
   std::string path;    // "/v1/models": target without query or fragment, not percent-decoded
   std::string body;    // decoded from Content-Length or chunked framing
   std::string remote;  // "127.0.0.1:5555", "[::1]:5555"
-  Headers headers;     // in arrival order, names as sent
+  Headers headers;     // header section in arrival order, names as sent (trailers dropped)
+
+  // This body's share of ServerOptions::max_inflight_body_bytes. Copies of the Request share
+  // it; the bytes return to the budget when the last copy is destroyed or releases it. A
+  // handler that moves `body` out and keeps it long should call ReleaseBody() only when done
+  // with it, or accept that the budget no longer sees those bytes.
+  std::shared_ptr<internal::BodyLease> body_lease;
 
   // Value of the first header with this name (case-insensitive); "" if absent.
   std::string_view Header(std::string_view name) const;
+
+  // Frees the body and drops this copy's hold on the body budget.
+  void ReleaseBody();
 };
 
-namespace internal {
-class Connection;
-}
+// An answer given before the body is read (ServerOptions::on_headers). It is sent with
+// "Connection: close" and the body, if any, is discarded unread.
+struct EarlyResponse {
+  int status = 400;
+  Headers headers;  // as for Responder::Send
+  std::string body;
+};
 
 // Thread-safe handle for answering one request. Every method may be called from any thread: it
 // posts to the connection's strand and returns at once (writes are queued, never block the
@@ -75,12 +113,13 @@ class Responder {
   void Write(std::string data);
   void End();
 
-  // `cb` runs once, on an IO thread, if the client disconnects or the connection fails before
+  // `cb` runs once, on an IO thread, if the client goes away or the connection fails before
   // the response completed: while the request waits in a queue, while a non-stream response is
   // computed, mid-stream, when a stream consumer falls max_write_queue_bytes behind, or when the
-  // Server stops. Registering after that already happened runs `cb` at once on the caller's
-  // thread. Once the response completed (Send/End reached the connection), callbacks are dropped
-  // and never run.
+  // Server stops. A half-close (EOF after the complete request) is not going away; see the
+  // rules at the top of this file. Registering after that already happened runs `cb` at once on the
+  // caller's thread. Once the response completed (Send/End reached the connection), callbacks are
+  // dropped and never run.
   void OnClose(std::function<void()> cb);
 
   // True once the client went away before the response completed (OnClose fired).
@@ -113,8 +152,12 @@ struct ServerOptions {
   std::string host = "127.0.0.1";  // address or resolvable name; "0.0.0.0" / "::" for all
   int port = 0;                    // 0 => ephemeral, see Server::port()
   int io_threads = 1;
-  size_t max_body_bytes = 4 << 20;     // larger => 413 and close
-  size_t max_header_bytes = 64 << 10;  // larger => 431 and close
+  // Larger => 413 and close. A chunked body counts as sent: its chunk-size lines (extensions
+  // included) and CRLFs count with the data; one chunk-size line may not exceed 4 KiB (400).
+  size_t max_body_bytes = 4 << 20;
+  // Larger => 431 and close. The trailer section of a chunked body has its own bound: 8 KiB
+  // and 64 fields (431). Trailers are parsed for framing, then dropped.
+  size_t max_header_bytes = 64 << 10;
   // The whole header and body must arrive within this, counted from the request's first byte
   // (slowloris) => 408 and close.
   std::chrono::milliseconds request_timeout{10000};
@@ -124,8 +167,32 @@ struct ServerOptions {
   // A stream consumer this far behind (bytes still queued when a new Write arrives) is
   // disconnected and OnClose fires. Send() bodies are not limited by this.
   size_t max_write_queue_bytes = 8 << 20;
-  // Beyond this many open connections a new one gets 503 and is closed.
-  int max_connections = 10000;
+  // Beyond this many open connections a new one gets 503 and is closed. 0: derived from the
+  // process's file limit (RLIMIT_NOFILE minus a reserve of 64 + 1/16 of it, for the model
+  // file, logs, the engine and transient rejections); a larger value is lowered to that (with
+  // a warning), see Server::max_connections(). When accept fails for lack of descriptors
+  // anyway (other parts of the process use them), a spare descriptor is given up to accept
+  // the connection, answer 503 and close it, so clients are told instead of left hanging.
+  int max_connections = 0;
+  // Budget of request body bytes in flight across the server; 0 = unlimited. It covers a
+  // body from its header section until the Request carrying it is destroyed (see
+  // Request::body_lease): a Content-Length body takes its whole length before any byte is
+  // read, a chunked body its buffer as it grows. A request that does not fit gets 503 with
+  // Retry-After: 1 and is closed without buffering more. Raised to max_body_bytes if lower,
+  // so one largest body always fits an idle server.
+  size_t max_inflight_body_bytes = size_t{256} << 20;
+  // Accepted Host header names (case-insensitive; the port is ignored; IPv6 literals with or
+  // without brackets); empty: any. Against DNS rebinding when no API key protects the
+  // server: a request naming another host gets 421 and is closed before its body is read. A
+  // request without Host (HTTP/1.0) is accepted.
+  std::vector<std::string> allowed_hosts;
+  // Called on an IO thread once a request's header section is parsed and checked, before any
+  // body byte is read (and before "100 Continue" is sent). `head` has everything but the
+  // body. Returning a response sends it with "Connection: close" and discards the body; the
+  // handler is not called. Must not block. Typical use: method/path, Content-Type and API
+  // key checks (server/header_gate.h), so unauthenticated clients cannot make the server
+  // buffer bodies.
+  std::function<std::optional<EarlyResponse>(const Request& head)> on_headers;
 };
 
 namespace internal {
@@ -143,6 +210,8 @@ class Server {
 
   int port() const;  // the bound port
   int num_connections() const;
+  int max_connections() const;         // effective, after the file-limit cap
+  size_t inflight_body_bytes() const;  // body bytes now held against the budget
 
   // Graceful drain: closes the listener (new connects are refused once this returns, unless it
   // is called from an IO thread) and idle keep-alive connections. A request being received or
