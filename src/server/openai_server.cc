@@ -5,6 +5,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <thread>
 
+#include "server/header_gate.h"
 #include "server/openai_api.h"
 #include "server/response_stream.h"
 #include "server/server_metrics.h"
@@ -62,8 +63,56 @@ struct OpenAiServer::Executors {
 struct OpenAiServer::Route {
   std::string_view path;
   std::string_view methods;  // space-separated
+  bool json_body;            // POST with Content-Type: application/json (else 415)
+  bool needs_key;            // when keys are configured (else 401, before the body is read)
   void (OpenAiServer::*handler)(http::Request&&, std::shared_ptr<http::Responder>);
 };
+
+// The route table: the header gate (before the body) and the dispatch read it.
+const OpenAiServer::Route OpenAiServer::kRoutes[] = {
+    {"/health", "GET HEAD", false, false, &OpenAiServer::Health},
+    {"/ready", "GET HEAD", false, false, &OpenAiServer::Ready},
+    {"/metrics", "GET", false, false, &OpenAiServer::Metrics},
+    {"/v1/models", "GET", false, false, &OpenAiServer::Models},
+    {"/v1/chat/completions", "POST", true, true, &OpenAiServer::ChatCompletions},
+    {"/v1/completions", "POST", true, true, &OpenAiServer::Completions},
+};
+
+namespace {
+
+std::vector<std::string> SplitMethods(std::string_view m) {
+  std::vector<std::string> out;
+  for (size_t b = 0; b < m.size();) {
+    size_t e = m.find(' ', b);
+    if (e == std::string_view::npos) e = m.size();
+    out.emplace_back(m.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+bool IsWildcardHost(const std::string& h) { return h.empty() || h == "0.0.0.0" || h == "::"; }
+
+}  // namespace
+
+// What can be refused on the header section alone, before a body byte is
+// read or buffered: unknown routes, a missing or wrong key, a POST that is
+// not JSON (415: browsers' "simple" cross-origin POSTs), and, with
+// authentication off, a Host that is not this machine's (DNS rebinding).
+HeaderGateConfig OpenAiServer::GateConfig(const InferenceConfig& config) {
+  HeaderGateConfig g;
+  for (const Route& r : kRoutes)
+    g.routes.push_back({std::string(r.path), SplitMethods(r.methods), r.json_body, r.needs_key});
+  if (config.keys.empty()) {
+    if (!IsWildcardHost(config.server.host))
+      g.allowed_hosts = {"localhost", "127.0.0.1", "[::1]", config.server.host};
+  } else {
+    std::vector<std::string> keys;
+    for (const auto& k : config.keys) keys.push_back(k.key);
+    g.key_ok = KeyListChecker(std::move(keys));
+  }
+  return g;
+}
 
 OpenAiServer::OpenAiServer(const InferenceConfig& config, EngineClient& engine,
                            const PromptRenderer& renderer, std::string model_id,
@@ -109,6 +158,24 @@ Expected<std::unique_ptr<OpenAiServer>> OpenAiServer::Start(const InferenceConfi
       std::chrono::milliseconds(static_cast<int64_t>(config.server.idle_timeout_s * 1000));
   ho.max_connections = config.server.max_connections;
   OpenAiServer* self = s.get();
+  ho.on_headers = [self, gate = GateConfig(config)](const http::Request& head) {
+    auto early = CheckHeaders(gate, head);
+    if (!early) return early;
+    const char* outcome = early->status == 401 ? "rejected" : "invalid";
+    self->metrics_->outcome[outcome]->Inc();
+    const bool chat = head.path == "/v1/chat/completions";
+    if (chat || head.path == "/v1/completions") {  // generation requests get their line
+      ResponseSummary sum;
+      sum.http_status = early->status;
+      sum.outcome = outcome;
+      sum.total_s = 0;
+      self->LogAccess(head, chat ? 0 : 1, "", nullptr, sum);
+    }
+    return early;
+  };
+  if (config.keys.empty() && IsWildcardHost(config.server.host))
+    log::Warn("listening on all interfaces with authentication off (no keys:): anyone who "
+              "reaches this port can generate");
   auto http =
       http::Server::Start(ho, [self](http::Request&& req, std::shared_ptr<http::Responder> res) {
         self->Handle(std::move(req), std::move(res));
@@ -137,38 +204,13 @@ void OpenAiServer::Stop() {
 }
 
 void OpenAiServer::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
-  static constexpr Route kRoutes[] = {
-      {"/health", "GET HEAD", &OpenAiServer::Health},
-      {"/ready", "GET HEAD", &OpenAiServer::Ready},
-      {"/metrics", "GET", &OpenAiServer::Metrics},
-      {"/v1/models", "GET", &OpenAiServer::Models},
-      {"/v1/chat/completions", "POST", &OpenAiServer::ChatCompletions},
-      {"/v1/completions", "POST", &OpenAiServer::Completions},
-  };
+  // The header gate answered unknown routes and methods already.
   for (const Route& r : kRoutes) {
     if (req.path != r.path) continue;
-    bool allowed = false;
-    for (size_t b = 0; b < r.methods.size();) {
-      size_t e = r.methods.find(' ', b);
-      if (e == std::string_view::npos) e = r.methods.size();
-      allowed |= r.methods.substr(b, e - b) == req.method;
-      b = e + 1;
-    }
-    if (!allowed) {
-      std::string allow(r.methods);
-      std::replace(allow.begin(), allow.end(), ' ', ',');
-      return SendError(*res,
-                       MakeApiError(405, "invalid_request_error",
-                                    "Method " + req.method + " is not allowed on " + req.path,
-                                    "method_not_allowed"),
-                       {{"Allow", allow}});
-    }
-    return (this->*r.handler)(std::move(req), std::move(res));
+    for (const std::string& m : SplitMethods(r.methods))
+      if (m == req.method) return (this->*r.handler)(std::move(req), std::move(res));
   }
-  SendError(*res, MakeApiError(404, "invalid_request_error",
-                               "Unknown path " + req.path +
-                                   " (see /v1/models, /v1/chat/completions, "
-                                   "/v1/completions, /health, /ready, /metrics)",
+  SendError(*res, MakeApiError(404, "invalid_request_error", "Unknown path " + req.path,
                                "not_found"));
 }
 

@@ -24,6 +24,7 @@
 #include "model/prompt_renderer.h"
 #include "server/access_log.h"
 #include "server/config.h"
+#include "server/header_gate.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/request_preparation.h"
@@ -63,6 +64,8 @@ class OpenAiServer {
  private:
   struct Executors;
   struct Route;
+  static const Route kRoutes[];
+  static HeaderGateConfig GateConfig(const InferenceConfig& config);
   OpenAiServer(const InferenceConfig& config, EngineClient& engine, const PromptRenderer& renderer,
                std::string model_id, std::unique_ptr<AccessLog> access_log);
   void Handle(http::Request&& req, std::shared_ptr<http::Responder> res);
