@@ -86,6 +86,7 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"idle_timeout_s", r.Seconds(&v.idle_timeout_s, true, kDay)},
            {"max_connections", r.Int(&v.max_connections, 1, 1000000)},
            {"drain_grace_s", r.Seconds(&v.drain_grace_s, false, kDay)},
+           {"metrics_require_key", r.Bool(&v.metrics_require_key)},
        }},
       {"limits",
        {

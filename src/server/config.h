@@ -63,6 +63,7 @@ struct InferenceConfig {
     double idle_timeout_s = 60;                 // keep-alive connection with no request
     int max_connections = 10000;
     double drain_grace_s = 30;  // on shutdown, in-flight requests get this long
+    bool metrics_require_key = false;  // /metrics answers only with an API key (when keys exist)
     bool operator==(const Server&) const = default;
   } server;
   struct Limits {

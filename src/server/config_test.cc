@@ -106,6 +106,7 @@ server:
   idle_timeout_s: 0.5
   max_connections: 100
   drain_grace_s: 0
+  metrics_require_key: true
 limits:
   max_tokens: 8192
   default_max_tokens: 8192
@@ -115,6 +116,7 @@ limits:
   default_timeout_s: 30
   max_timeout_s: 30
   max_stop_strings: 0
+  max_prompts_per_request: 3
 logging: {level: debug, format: json, access_log: false, access_log_path: /var/log/brisk.jsonl}
 keys:
   - {key: sk-abc, tenant: acme, feature: search}
@@ -144,6 +146,7 @@ keys:
   EXPECT_EQ(c.server.idle_timeout_s, 0.5);
   EXPECT_EQ(c.server.max_connections, 100);
   EXPECT_EQ(c.server.drain_grace_s, 0);
+  EXPECT_TRUE(c.server.metrics_require_key);
   EXPECT_EQ(c.limits.max_tokens, 8192);
   EXPECT_EQ(c.limits.default_max_tokens, 8192);
   EXPECT_EQ(c.limits.max_n, 1);
@@ -152,6 +155,7 @@ keys:
   EXPECT_EQ(c.limits.default_timeout_s, 30);
   EXPECT_EQ(c.limits.max_timeout_s, 30);
   EXPECT_EQ(c.limits.max_stop_strings, 0);
+  EXPECT_EQ(c.limits.max_prompts_per_request, 3);
   EXPECT_EQ(c.logging.level, "debug");
   EXPECT_EQ(c.logging.format, "json");
   EXPECT_FALSE(c.logging.access_log);
@@ -173,7 +177,7 @@ TEST(ConfigTest, UnknownKey) {
   EXPECT_EQ(ErrorOf("server:\n  host: x\n  colour: blue\n"),
             "inference.yaml:3: unknown key 'colour' in 'server' (allowed: host, port, "
             "http_threads, max_body_bytes, request_timeout_s, idle_timeout_s, max_connections, "
-            "drain_grace_s)");
+            "drain_grace_s, metrics_require_key)");
   EXPECT_EQ(ErrorOf("modle: {}\n"),
             "inference.yaml:1: unknown top-level key 'modle' (allowed: model, scheduler, cache, "
             "response, server, limits, logging, keys); did you mean 'model'?");

@@ -101,8 +101,11 @@ bool IsWildcardHost(const std::string& h) { return h.empty() || h == "0.0.0.0" |
 // authentication off, a Host that is not this machine's (DNS rebinding).
 HeaderGateConfig OpenAiServer::GateConfig(const InferenceConfig& config) {
   HeaderGateConfig g;
-  for (const Route& r : kRoutes)
-    g.routes.push_back({std::string(r.path), SplitMethods(r.methods), r.json_body, r.needs_key});
+  for (const Route& r : kRoutes) {
+    const bool needs_key =
+        r.needs_key || (r.path == "/metrics" && config.server.metrics_require_key);
+    g.routes.push_back({std::string(r.path), SplitMethods(r.methods), r.json_body, needs_key});
+  }
   if (config.keys.empty()) {
     if (!IsWildcardHost(config.server.host))
       g.allowed_hosts = {"localhost", "127.0.0.1", "[::1]", config.server.host};

@@ -187,13 +187,15 @@ class OpenAiServerTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(*s);
   }
-  Reply Call(const std::string& method, const std::string& target, const std::string& body = "") {
+  Reply Call(const std::string& method, const std::string& target, const std::string& body = "",
+             const std::string& bearer = "") {
     net::io_context ioc;
     net::ip::tcp::socket sock(ioc);
     sock.connect({net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(server_->port())});
     bhttp::request<bhttp::string_body> req{
         method == "POST" ? bhttp::verb::post : bhttp::verb::get, target, 11};
     req.set(bhttp::field::host, "127.0.0.1");
+    if (!bearer.empty()) req.set(bhttp::field::authorization, "Bearer " + bearer);
     if (!body.empty()) {
       req.set(bhttp::field::content_type, "application/json");
       req.body() = body;
@@ -346,6 +348,18 @@ TEST_F(OpenAiServerTest, MetricsShowTheEnginesLoad) {
       << m.body;
   EXPECT_NE(m.body.find("brisk:num_requests_waiting{priority=\"batch\"} 5"), std::string::npos);
   EXPECT_NE(m.body.find("brisk:requests_total{outcome=\"ok\"} 1"), std::string::npos);
+}
+
+TEST_F(OpenAiServerTest, KeysAreCheckedBeforeTheBodyAndMayGuardMetrics) {
+  config_.keys = {{"sk-1", "acme", "search"}};
+  config_.server.metrics_require_key = true;
+  StartServer();
+  EXPECT_EQ(Call("POST", "/v1/chat/completions", kChat).status, 401);
+  EXPECT_EQ(Call("POST", "/v1/chat/completions", kChat, "sk-1").status, 200);
+  EXPECT_EQ(Call("GET", "/metrics").status, 401);
+  EXPECT_EQ(Call("GET", "/metrics", "", "sk-1").status, 200);
+  EXPECT_EQ(Call("GET", "/health").status, 200);  // probes need no key
+  EXPECT_EQ(engine_.submitted().size(), 1u);
 }
 
 TEST_F(OpenAiServerTest, BadBodyNeverReachesTheEngine) {
