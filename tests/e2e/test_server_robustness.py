@@ -301,7 +301,7 @@ def test_disconnect_cancels_non_stream_request(brisk_server):
     data = json.dumps(body).encode()
     s = socket.create_connection((server.host, server.port), timeout=30)
     try:
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                   b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(data)
                   + data)
         assert wait_until(lambda: metric(server, "brisk:kv_cache_blocks", {"state": "used"}) > 0,
@@ -635,7 +635,7 @@ def test_body_over_limit_413(hardened_server):
     # The limit is on the body, not on what it decodes to: chunked framing too.
     s = socket.create_connection((hardened_server.host, hardened_server.port), timeout=10)
     try:
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                   b"Transfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n")
         resp = b""
         for _ in range(20):  # 20 x 8 KiB chunks = 160 KiB
@@ -709,11 +709,12 @@ def test_unknown_path_and_wrong_method(hardened_server):
     ("no_version", b"GET /v1/models\r\n\r\n"),
     ("binary", bytes(range(256)) * 4),
     ("tls_hello", bytes.fromhex("16030100a5010000a10303") + b"\x00" * 160),
-    ("bad_content_length", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+    ("bad_content_length", b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                            b"Content-Length: -5\r\n\r\n"),
-    ("two_content_lengths", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+    ("two_content_lengths", b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                             b"Content-Length: 5\r\nContent-Length: 7\r\n\r\nhello"),
-    ("bad_chunk_size", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+    ("bad_chunk_size", b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       b"Content-Type: application/json\r\n"
                        b"Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n"),
     ("header_no_colon", b"GET /v1/models HTTP/1.1\r\nHost x\r\nBroken header\r\n\r\n"),
 ])
@@ -726,9 +727,9 @@ def test_malformed_http(hardened_server, name, data):
 
 
 def test_unsupported_http_features(hardened_server):
-    got, _, _ = raw_exchange(hardened_server, b"GET /v1/models HTTP/2.0\r\nHost: x\r\n\r\n")
+    got, _, _ = raw_exchange(hardened_server, b"GET /v1/models HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n")
     assert status_of(got) in (400, 505), got[:200]
-    got, _, _ = raw_exchange(hardened_server, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+    got, _, _ = raw_exchange(hardened_server, b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                              b"Transfer-Encoding: gzip\r\n\r\nxxxx")
     assert status_of(got) in (400, 501), got[:200]
     assert_normal_request_works(hardened_server)
@@ -748,7 +749,7 @@ def test_slowloris_trickle(hardened_server):
     """Headers one byte at a time, forever: the deadline is for the whole request,
     so trickling does not keep the connection alive."""
     s = socket.create_connection((hardened_server.host, hardened_server.port), timeout=10)
-    req = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 1000
+    req = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 1000
     t0 = time.monotonic()
     closed_after = None
     try:
@@ -780,7 +781,7 @@ def test_slowloris_trickle(hardened_server):
 def test_slowloris_body(hardened_server):
     """Headers complete, body promised but never sent: 408 and close after ~1 s."""
     got, closed, dt = raw_exchange(
-        hardened_server, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        hardened_server, b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"mo", read_timeout=6)
     assert closed and 0.5 <= dt <= 4, (closed, dt)
     assert not got or status_of(got) == 408, got[:200]
