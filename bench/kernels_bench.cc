@@ -6,7 +6,6 @@
 //   kernels_bench --benchmark_filter='GEMV/Q4_1'
 #include <benchmark/benchmark.h>
 
-#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -18,31 +17,17 @@
 namespace brisk {
 namespace {
 
+// Random normal weights through the format's reference quantizer (valid
+// blocks, sane scales: no inf/nan slows anything down).
 std::vector<uint8_t> RandomMatrix(DType t, int64_t rows, int64_t k) {
   std::mt19937 rng(42);
+  std::normal_distribution<float> g(0.0f, 0.02f);
   const int64_t rb = RowBytes(t, k);
   std::vector<uint8_t> w(rows * rb);
-  for (auto& b : w) b = static_cast<uint8_t>(rng());
-  // Replace scale fields by a sane half so no inf/nan slows anything down.
-  const uint16_t h = FloatToHalf(0.01f);
-  auto fix = [&](int64_t block_bytes, int64_t offset) {
-    for (int64_t o = offset; o < static_cast<int64_t>(w.size()); o += block_bytes)
-      std::memcpy(&w[o], &h, 2);
-  };
-  switch (t) {
-    case DType::kQ4_0: fix(18, 0); break;
-    case DType::kQ8_0: fix(34, 0); break;
-    case DType::kQ4_1: fix(20, 0), fix(20, 2); break;
-    case DType::kQ4_K: fix(144, 0), fix(144, 2); break;
-    case DType::kQ6_K: fix(210, 208); break;
-    case DType::kF16:
-    case DType::kBF16: fix(2, 0); break;
-    case DType::kF32: {
-      std::vector<float> f(rows * k, 0.01f);
-      std::memcpy(w.data(), f.data(), w.size());
-      break;
-    }
-    default: break;
+  std::vector<float> row(k);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto& v : row) v = g(rng);
+    QuantizeRow(t, row.data(), w.data() + r * rb, k);
   }
   return w;
 }

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <limits>
 
-#include "tensor/dtype.h"
+#include "tensor/format_traits.h"
 
 namespace brisk {
 namespace {
@@ -262,12 +262,12 @@ Status GgufFile::ParseImpl() {
     }
     RETURN_IF_ERROR(r.Read(&t.ggml_type, "tensor type"));
     RETURN_IF_ERROR(r.Read(&t.offset, "tensor offset"));
-    auto layout = LayoutOf(t.ggml_type);
-    if (!layout) return Unimplemented("tensor '{}' has unknown type id {}", t.name, t.ggml_type);
-    if (t.dims[0] % layout->block_size != 0)
+    const FormatTraits* format = FindFormat(t.ggml_type);
+    if (!format) return Unimplemented("tensor '{}' has unknown type id {}", t.name, t.ggml_type);
+    if (t.dims[0] % format->block_size != 0)
       return DataLoss("tensor '{}': row length {} is not a multiple of the {} block size {}",
-                      t.name, t.dims[0], layout->name, layout->block_size);
-    t.size_bytes = n_elem / layout->block_size * layout->block_bytes;
+                      t.name, t.dims[0], format->name, format->block_size);
+    t.size_bytes = n_elem / format->block_size * format->block_bytes;
     if (t.offset % alignment != 0)
       return DataLoss("tensor '{}': offset {} is not aligned to {}", t.name, t.offset, alignment);
     if (!tensor_index_.emplace(t.name, k).second)

@@ -56,7 +56,7 @@ struct GgufValue {
 struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> dims;      // dims[0] is the contiguous (row) dimension
-  uint32_t ggml_type = 0;         // raw ggml type id (see tensor/dtype.h)
+  uint32_t ggml_type = 0;         // raw ggml type id (see tensor/format_traits.h)
   uint64_t offset = 0;            // relative to the data section
   uint64_t size_bytes = 0;        // validated: offset + size_bytes <= data size
   const uint8_t* data = nullptr;  // points into the mapping

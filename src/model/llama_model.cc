@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "model/ops.h"
 #include "tensor/attention.h"
+#include "tensor/elementwise.h"
 
 namespace brisk {
 
@@ -94,10 +94,8 @@ Expected<MatMulWeight> GetMatrix(const GgufFile& f, const std::string& name, int
   ASSIGN_OR_RETURN(const GgufTensorInfo* t, GetTensor(f, name, {k, rows}));
   auto type = static_cast<DType>(t->ggml_type);
   if (!IsMatMulWeightType(type))
-    return Unimplemented(
-        "tensor '{}' has type {}; supported weight types: F32, F16, BF16, Q8_0, "
-        "Q4_0, Q4_1, Q4_K, Q6_K",
-        name, DTypeName(type));
+    return Unimplemented("tensor '{}' has type {}; supported weight types: {}", name,
+                         DTypeName(type), MatMulWeightTypeNames());
   *bytes += static_cast<int64_t>(t->size_bytes);
   if (f32_store) {
     // Reference mode: exact f32 weights, f32 activations (no 8-bit rounding).
@@ -227,7 +225,6 @@ Status LlamaModel::Bind(const LoadOptions& options) {
 }
 
 Status LlamaModel::ValidateBatch(const Batch& batch, const KvCache& kv) const {
-  const int bs = kv.shape().block_size;
   if (kv.shape().n_layers != cfg_.n_layers ||
       kv.shape().kv_dim() != cfg_.n_kv_heads * cfg_.head_dim)
     return InvalidArgument("KV cache shape does not match the model");
@@ -239,7 +236,7 @@ Status LlamaModel::ValidateBatch(const Batch& batch, const KvCache& kv) const {
     if (s.pos_begin < 0 || int64_t{s.pos_begin} + s.n_tokens > cfg_.context_length)
       return OutOfRange("positions [{}, {}) exceed the model's context length {}", s.pos_begin,
                         s.pos_begin + s.n_tokens, cfg_.context_length);
-    int64_t need = (int64_t{s.pos_begin} + s.n_tokens + bs - 1) / bs;
+    const int64_t need = kv.shape().BlocksFor(int64_t{s.pos_begin} + s.n_tokens);
     if (static_cast<int64_t>(s.block_table.size()) < need)
       return InvalidArgument("block table has {} blocks, {} needed", s.block_table.size(), need);
     for (int64_t i = 0; i < need; ++i)
@@ -267,7 +264,6 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
   const int q_dim = cfg_.n_heads * cfg_.head_dim;
   const int kv_dim = cfg_.n_kv_heads * cfg_.head_dim;
   const int half = cfg_.rope_dim / 2;
-  const int bs = kv.shape().block_size;
 
   for (size_t si = 0; si < batch.seqs.size(); ++si) {
     const BatchSequence& seq = batch.seqs[si];
@@ -304,15 +300,9 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
                &s.rope_cos[b * half], &s.rope_sin[b * half]);
       RopeNorm(&s.k[b * kv_dim], e - b, cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim,
                &s.rope_cos[b * half], &s.rope_sin[b * half]);
-      for (int64_t t = b; t < e; ++t) {
-        const int32_t p = s.pos[t];
-        const int32_t block = batch.seqs[s.tok_seq[t]].block_table[p / bs];
-        const int slot = p % bs;
-        uint16_t* kb = kv.KBlock(l, block);  // [kv_dim][bs]: K transposed
-        for (int e2 = 0; e2 < kv_dim; ++e2)
-          kb[int64_t{e2} * bs + slot] = FloatToHalf(s.k[t * kv_dim + e2]);
-        F32ToF16Row(&s.v[t * kv_dim], kv.VBlock(l, block) + int64_t{slot} * kv_dim, kv_dim);
-      }
+      for (int64_t t = b; t < e; ++t)
+        kv.StoreToken(l, batch.seqs[s.tok_seq[t]].block_table.data(), s.pos[t], &s.k[t * kv_dim],
+                      &s.v[t * kv_dim]);
     });
     Attention(l, batch, s.pos, kv, pool);
     MatMul(L.wo, s.attn.data(), q_dim, n, s.tmp.data(), d, pool, s.mm);
@@ -324,7 +314,7 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
                                  {&L.w_up, s.up.data(), cfg_.d_ff}};
     MatMulFused(gate_up, s.xn.data(), d, n, pool, s.mm);
     per_token([&](int64_t b, int64_t e) {
-      SiluMul(&s.gate[b * cfg_.d_ff], &s.up[b * cfg_.d_ff], (e - b) * cfg_.d_ff);
+      SiluMulF32(&s.gate[b * cfg_.d_ff], &s.up[b * cfg_.d_ff], (e - b) * cfg_.d_ff);
     });
     MatMul(L.w_down, s.gate.data(), cfg_.d_ff, n, s.tmp.data(), d, pool, s.mm);
     AddInPlace(s.x.data(), s.tmp.data(), n * d);
@@ -371,7 +361,6 @@ void LlamaModel::Attention(int layer, const Batch& batch, const std::vector<int3
   if (static_cast<int64_t>(s.attn_scratch.size()) < scratch_floats * pool.size())
     s.attn_scratch.resize(scratch_floats * pool.size());
   std::atomic<size_t> next{0};
-  uint16_t* base = kv.Base(layer);
   auto body = [&](int th, int) {
     float* scratch = s.attn_scratch.data() + th * scratch_floats;
     for (size_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < items.size();) {
@@ -387,12 +376,8 @@ void LlamaModel::Attention(int layer, const Batch& batch, const std::vector<int3
       a.head_dim = hd;
       a.first_pos = pos[t];
       a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-      a.k_base = base + int64_t{it.kv_head} * hd * bs;
-      a.v_base = base + int64_t{bs} * kv.shape().kv_dim() + int64_t{it.kv_head} * hd;
+      a.kv = kv.Head(layer, it.kv_head);
       a.block_table = seq.block_table.data();
-      a.block_size = bs;
-      a.block_stride = kv.block_stride();
-      a.v_row_stride = kv.shape().kv_dim();
       AttentionCausal(a, scratch);
     }
   };

@@ -56,7 +56,6 @@ class LlamaModel {
 
   const LlamaConfig& config() const { return cfg_; }
   const GgufFile& file() const { return *file_; }
-  std::shared_ptr<const GgufFile> shared_file() const { return file_; }
   KvCacheShape kv_shape(int block_size = 16) const {
     return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, block_size};
   }

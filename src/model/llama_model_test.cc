@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/test_support.h"
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -31,7 +33,7 @@ class LlamaModelTest : public ::testing::Test {
     model_ = nullptr;
   }
   void SetUp() override {
-    if (!model_) GTEST_SKIP() << "default model not installed";
+    if (!model_) BRISK_SKIP_OR_FAIL_MISSING("default model not installed");
   }
   static LlamaModel* model_;
 };
@@ -177,7 +179,7 @@ TEST_F(LlamaModelTest, RejectsBadBatches) {
 }
 
 TEST(LlamaModelFileTest, TruncatedModelIsACleanError) {
-  if (!std::filesystem::exists(ModelPath())) GTEST_SKIP() << "default model not installed";
+  if (!std::filesystem::exists(ModelPath())) BRISK_SKIP_OR_FAIL_MISSING("default model not installed");
   std::string tmp = ::testing::TempDir() + "/truncated.gguf";
   {
     std::ifstream in(ModelPath(), std::ios::binary);

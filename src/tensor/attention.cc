@@ -11,21 +11,11 @@
 namespace brisk {
 namespace {
 #include "tensor/attention_impl.inc"
-
-using AttentionFn = void (*)(const AttentionChunk&, float*);
-
-AttentionFn Select() {
-  switch (SelectedKernelIsa()) {
-    case KernelIsa::kAvx512: return attention_internal::AttentionAvx512;
-    case KernelIsa::kAvx2: return attention_internal::AttentionAvx2;
-    case KernelIsa::kScalar: break;
-  }
-  return attention_internal::AttentionScalar;
-}
 }  // namespace
 
 namespace attention_internal {
 void AttentionScalar(const AttentionChunk& a, float* scratch) { AttentionImpl(a, scratch); }
+const AttentionFn kVariants[kNumKernelIsas] = {AttentionScalar, AttentionAvx2, AttentionAvx512};
 }  // namespace attention_internal
 
 int64_t AttentionScratchFloats(int64_t n_ctx, int head_dim, int block_size) {
@@ -34,7 +24,8 @@ int64_t AttentionScratchFloats(int64_t n_ctx, int head_dim, int block_size) {
 }
 
 void AttentionCausal(const AttentionChunk& a, float* scratch) {
-  static const AttentionFn fn = Select();
+  static const attention_internal::AttentionFn fn =
+      attention_internal::kVariants[SelectedKernelIsaIndex()];
   fn(a, scratch);
 }
 

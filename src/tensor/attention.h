@@ -12,7 +12,22 @@
 
 #include <cstdint>
 
+#include "tensor/cpu_features.h"
+
 namespace brisk {
+
+// One KV head's paged F16 history in one layer, as the KV cache lays it out
+// (model/kv_cache.h owns that layout and fills this in): for block b, K is
+// [head_dim][block_size] at k_base + b * block_stride (dimension d of slot s
+// at + d * block_size + s), and V rows (head_dim values) are at
+// v_base + b * block_stride + s * v_row_stride.
+struct PagedKvHead {
+  const uint16_t* k_base = nullptr;
+  const uint16_t* v_base = nullptr;
+  int block_size = 16;  // a multiple of 16
+  int64_t block_stride = 0;
+  int64_t v_row_stride = 0;
+};
 
 struct AttentionChunk {
   // Queries: row (i, h) for token i < n_tokens, head h < group is at
@@ -26,16 +41,10 @@ struct AttentionChunk {
   // Token i attends to positions [0, first_pos + i] (inclusive).
   int32_t first_pos = 0;
   float scale = 1.f;
-  // Paged history: position p is slot p % block_size of block
-  // block_table[p / block_size]. For block b, this head's K is
-  // [head_dim][block_size] at k_base + b * block_stride, and its V rows are at
-  // v_base + b * block_stride + slot * v_row_stride (head_dim values each).
-  const uint16_t* k_base = nullptr;
-  const uint16_t* v_base = nullptr;
+  // Paged history: position p is slot p % kv.block_size of block
+  // block_table[p / kv.block_size].
+  PagedKvHead kv;
   const int32_t* block_table = nullptr;
-  int block_size = 16;  // a multiple of 16
-  int64_t block_stride = 0;
-  int64_t v_row_stride = 0;
 };
 
 // Floats of scratch one call needs: scores of up to 8 heads over n_ctx
@@ -48,9 +57,12 @@ void AttentionCausal(const AttentionChunk& a, float* scratch);
 
 // Entry points per target (internal; tests compare them).
 namespace attention_internal {
+using AttentionFn = void (*)(const AttentionChunk& a, float* scratch);
 void AttentionScalar(const AttentionChunk& a, float* scratch);
 void AttentionAvx2(const AttentionChunk& a, float* scratch);
 void AttentionAvx512(const AttentionChunk& a, float* scratch);
+// The attention op's variant table, indexed by KernelIsa.
+extern const AttentionFn kVariants[kNumKernelIsas];
 }  // namespace attention_internal
 
 }  // namespace brisk

@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "tensor/cpu_features.h"
-#include "tensor/elementwise.h"
-#include "tensor/kernels.h"
+#include "tensor/float16.h"
 
 namespace brisk {
 namespace {
@@ -58,12 +57,12 @@ void RunCase(const Case& c, void (*fn)(const AttentionChunk&, float*)) {
   a.head_dim = c.head_dim;
   a.first_pos = c.first_pos;
   a.scale = 1.f / std::sqrt(float(c.head_dim));
-  a.k_base = cache.data();
-  a.v_base = cache.data() + c.block_size * kv_dim;
+  a.kv.k_base = cache.data();
+  a.kv.v_base = cache.data() + c.block_size * kv_dim;
+  a.kv.block_size = c.block_size;
+  a.kv.block_stride = block_stride;
+  a.kv.v_row_stride = kv_dim;
   a.block_table = table.data();
-  a.block_size = c.block_size;
-  a.block_stride = block_stride;
-  a.v_row_stride = kv_dim;
   std::vector<float> scratch(AttentionScratchFloats(n_ctx, c.head_dim, c.block_size));
   fn(a, scratch.data());
   // Each row alone (a decode step at its position) gives bitwise the same
@@ -106,9 +105,10 @@ void RunCase(const Case& c, void (*fn)(const AttentionChunk&, float*)) {
 }
 
 TEST(AttentionTest, EveryVariantMatchesReference) {
-  std::vector<void (*)(const AttentionChunk&, float*)> fns = {attention_internal::AttentionScalar};
-  if (GetCpuFeatures().avx2) fns.push_back(attention_internal::AttentionAvx2);
-  if (GetCpuFeatures().avx512) fns.push_back(attention_internal::AttentionAvx512);
+  std::vector<attention_internal::AttentionFn> fns;
+  for (int i = 0; i < kNumKernelIsas; ++i)
+    if (CpuCanRun(static_cast<KernelIsa>(i))) fns.push_back(attention_internal::kVariants[i]);
+  ASSERT_EQ(fns[0], attention_internal::AttentionScalar);
   const Case cases[] = {{1, 0, 1, 64, 16},   {1, 0, 3, 64, 16},    {5, 0, 3, 64, 16},
                         {1, 37, 3, 64, 16},  {7, 15, 3, 64, 16},   {32, 100, 3, 64, 16},
                         {3, 16, 2, 32, 16},  {17, 47, 4, 128, 32}, {1, 200, 3, 64, 32},
@@ -116,32 +116,6 @@ TEST(AttentionTest, EveryVariantMatchesReference) {
                         {1, 300, 1, 256, 16}};
   for (auto fn : fns)
     for (const auto& c : cases) RunCase(c, fn);
-}
-
-// SwiGLU's silu(g) * u: every variant within float rounding of double math,
-// over the whole range (large |g| included) and with a short tail.
-TEST(ElementwiseTest, SiluMulMatchesReference) {
-  std::vector<void (*)(float*, const float*, int64_t)> fns = {elementwise_internal::SiluMulScalar};
-  if (GetCpuFeatures().avx2) fns.push_back(elementwise_internal::SiluMulAvx2);
-  if (GetCpuFeatures().avx512) fns.push_back(elementwise_internal::SiluMulAvx512);
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd(0.f, 4.f);
-  std::vector<float> g(1000), u(g.size());
-  for (size_t i = 0; i < g.size(); ++i) {
-    g[i] = nd(rng);
-    u[i] = nd(rng);
-  }
-  g[0] = 0.f, g[1] = -0.f, g[2] = 100.f, g[3] = -100.f, g[4] = 1e30f, g[5] = -1e30f;
-  for (auto fn : fns) {
-    for (int64_t n : {int64_t{1000}, int64_t{7}}) {
-      std::vector<float> out(g.begin(), g.begin() + n);
-      fn(out.data(), u.data(), n);
-      for (int64_t i = 0; i < n; ++i) {
-        const double x = g[i], want = x / (1.0 + std::exp(-x)) * u[i];
-        EXPECT_NEAR(out[i], want, 2e-6 * std::fabs(want) + 1e-30) << "g=" << g[i];
-      }
-    }
-  }
 }
 
 }  // namespace

@@ -10,6 +10,11 @@
 namespace brisk {
 namespace {
 
+struct CpuFeatures {
+  bool avx2 = false;
+  bool avx512 = false;
+};
+
 CpuFeatures Detect() {
   CpuFeatures f;
 #if defined(__x86_64__)
@@ -38,27 +43,38 @@ CpuFeatures Detect() {
   return f;
 }
 
-}  // namespace
-
 const CpuFeatures& GetCpuFeatures() {
   static const CpuFeatures f = Detect();
   return f;
 }
 
+}  // namespace
+
+bool CpuCanRun(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::kScalar: return true;
+    case KernelIsa::kAvx2: return GetCpuFeatures().avx2;
+    case KernelIsa::kAvx512: return GetCpuFeatures().avx512;
+  }
+  return false;
+}
+
 KernelIsa SelectedKernelIsa() {
   static const KernelIsa isa = [] {
-    const CpuFeatures& f = GetCpuFeatures();
     const char* force = std::getenv("BRISK_KERNELS");
     if (force != nullptr) {
       if (std::strcmp(force, "scalar") == 0) return KernelIsa::kScalar;
-      if (std::strcmp(force, "avx2") == 0 && f.avx2) return KernelIsa::kAvx2;
-      if (std::strcmp(force, "avx512") == 0 && f.avx512) return KernelIsa::kAvx512;
+      if (std::strcmp(force, "avx2") == 0 && CpuCanRun(KernelIsa::kAvx2)) return KernelIsa::kAvx2;
+      if (std::strcmp(force, "avx512") == 0 && CpuCanRun(KernelIsa::kAvx512))
+        return KernelIsa::kAvx512;
     }
-    if (f.avx512) return KernelIsa::kAvx512;
-    if (f.avx2) return KernelIsa::kAvx2;
+    if (CpuCanRun(KernelIsa::kAvx512)) return KernelIsa::kAvx512;
+    if (CpuCanRun(KernelIsa::kAvx2)) return KernelIsa::kAvx2;
     return KernelIsa::kScalar;
   }();
   return isa;
 }
+
+int SelectedKernelIsaIndex() { return static_cast<int>(SelectedKernelIsa()); }
 
 }  // namespace brisk

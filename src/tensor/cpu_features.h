@@ -1,20 +1,27 @@
-// What this CPU (and OS) can run, read once with cpuid/xgetbv. Used to pick
-// the kernel variant at start-up; works the same under gcc and clang.
+// What this CPU (and OS) can run, read once with cpuid/xgetbv, and the one
+// kernel-variant choice every op kind follows; works the same under gcc and
+// clang. Included by per-ISA files (through attention.h): declarations only.
+//
+// Dispatch: each op kind (matmul, attention, element-wise) has one table of
+// its variants indexed by KernelIsa (the matmul KernelTables, the attention
+// and SiLU*up function tables) and reads its entry at SelectedKernelIsa()
+// once, on first use. Tests walk the same tables over CpuCanRun() ISAs.
 #pragma once
 
 namespace brisk {
 
-struct CpuFeatures {
-  bool avx2 = false;    // AVX2 + FMA + F16C + BMI2, with OS-enabled YMM state
-  bool avx512 = false;  // F, BW, VL, DQ, VNNI, BF16, with OS-enabled ZMM state
-};
+// Kernel variants, in the order of every op's variant table.
+enum class KernelIsa : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+constexpr int kNumKernelIsas = 3;
 
-const CpuFeatures& GetCpuFeatures();
-
-// The kernel variant every dispatcher (matmul, attention, element-wise) uses:
+// Whether this CPU (and OS) can run code compiled for `isa`: scalar always;
+// avx2 = AVX2 + FMA + F16C + BMI2 with OS-enabled YMM state; avx512 = that
+// plus F, BW, VL, DQ, VNNI, BF16 with OS-enabled ZMM state.
+bool CpuCanRun(KernelIsa isa);
 // BRISK_KERNELS=scalar|avx2|avx512 when this CPU can run it, else the widest
 // the CPU has. Read once.
-enum class KernelIsa { kScalar, kAvx2, kAvx512 };
 KernelIsa SelectedKernelIsa();
+// The index of SelectedKernelIsa() in a variant table.
+int SelectedKernelIsaIndex();
 
 }  // namespace brisk

@@ -1,32 +1,54 @@
 #include "tensor/elementwise.h"
 
+#include <cmath>
 #include <cstring>
-
-#include "tensor/cpu_features.h"
 
 namespace brisk {
 namespace {
 #include "tensor/elementwise_impl.inc"
-
-using SiluMulFn = void (*)(float*, const float*, int64_t);
-
-SiluMulFn Select() {
-  switch (SelectedKernelIsa()) {
-    case KernelIsa::kAvx512: return elementwise_internal::SiluMulAvx512;
-    case KernelIsa::kAvx2: return elementwise_internal::SiluMulAvx2;
-    case KernelIsa::kScalar: break;
-  }
-  return elementwise_internal::SiluMulScalar;
-}
 }  // namespace
 
 namespace elementwise_internal {
 void SiluMulScalar(float* gate, const float* up, int64_t n) { SiluMulImpl(gate, up, n); }
+const SiluMulFn kSiluMulVariants[kNumKernelIsas] = {SiluMulScalar, SiluMulAvx2, SiluMulAvx512};
 }  // namespace elementwise_internal
 
+void RmsNorm(const float* x, const float* w, float* y, int64_t n, int d, float eps) {
+  for (int64_t t = 0; t < n; ++t) {
+    const float* xr = x + t * d;
+    float* yr = y + t * d;
+    double ss = 0;  // double: a long row of squares keeps its low bits
+    for (int i = 0; i < d; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    const float r = static_cast<float>(1.0 / std::sqrt(ss / d + eps));
+    for (int i = 0; i < d; ++i) yr[i] = xr[i] * r * w[i];
+  }
+}
+
+void RopeNorm(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, const float* cos,
+              const float* sin) {
+  const int half = rope_dim / 2;
+  for (int64_t t = 0; t < n; ++t) {
+    const float* c = cos + t * half;
+    const float* s = sin + t * half;
+    for (int h = 0; h < n_heads; ++h) {
+      float* v = x + (t * n_heads + h) * head_dim;
+      for (int i = 0; i < half; ++i) {
+        const float a = v[2 * i], b = v[2 * i + 1];
+        v[2 * i] = a * c[i] - b * s[i];
+        v[2 * i + 1] = a * s[i] + b * c[i];
+      }
+    }
+  }
+}
+
 void SiluMulF32(float* gate, const float* up, int64_t n) {
-  static const SiluMulFn fn = Select();
+  static const elementwise_internal::SiluMulFn fn =
+      elementwise_internal::kSiluMulVariants[SelectedKernelIsaIndex()];
   fn(gate, up, n);
+}
+
+void AddInPlace(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
 }  // namespace brisk

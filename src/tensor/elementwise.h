@@ -1,10 +1,23 @@
-// Element-wise activation kernels of the forward pass, compiled per CPU
-// target like the matmul and attention kernels (BRISK_KERNELS forces one).
+// Row-wise and element-wise ops of the forward pass: RMSNorm, RoPE, SwiGLU's
+// silu(gate)*up, the residual add. Small next to the matmuls (O(tokens x
+// width)). SiluMulF32 is compiled per CPU target like the matmul and
+// attention kernels (its variant table below); the others are plain loops.
 #pragma once
 
 #include <cstdint>
 
+#include "tensor/cpu_features.h"
+
 namespace brisk {
+
+// y[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w, for n rows of width d. y may alias x.
+void RmsNorm(const float* x, const float* w, float* y, int64_t n, int d, float eps);
+
+// Rotates pairs (x[2i], x[2i+1]) of the first rope_dim dims of each head
+// (llama "normal" RoPE) by the per-token angles in cos/sin [n][rope_dim/2].
+// x is [n][n_heads][head_dim].
+void RopeNorm(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, const float* cos,
+              const float* sin);
 
 // gate[i] = silu(gate[i]) * up[i] (SwiGLU), silu(g) = g * sigmoid(g). Every
 // element takes the same arithmetic wherever it sits in the array (16 lanes
@@ -12,11 +25,17 @@ namespace brisk {
 // batch is split.
 void SiluMulF32(float* gate, const float* up, int64_t n);
 
+// x[i] += y[i]
+void AddInPlace(float* x, const float* y, int64_t n);
+
 // Entry points per target (internal; tests compare them).
 namespace elementwise_internal {
+using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
 void SiluMulScalar(float* gate, const float* up, int64_t n);
 void SiluMulAvx2(float* gate, const float* up, int64_t n);
 void SiluMulAvx512(float* gate, const float* up, int64_t n);
+// SiluMulF32's variant table, indexed by KernelIsa.
+extern const SiluMulFn kSiluMulVariants[kNumKernelIsas];
 }  // namespace elementwise_internal
 
 }  // namespace brisk

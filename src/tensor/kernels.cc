@@ -1,5 +1,5 @@
-// Kernel dispatch and the MatMul driver: pick the ISA table once, quantize the
-// activations once per call, split rows across threads.
+// The MatMul driver: the ISA's table chosen once, activations quantized once
+// per call as the weight format's traits ask, rows split across threads.
 #include "tensor/kernels.h"
 
 #include <algorithm>
@@ -13,46 +13,19 @@
 namespace brisk {
 namespace {
 
-bool CpuHasAvx2() { return GetCpuFeatures().avx2; }
-bool CpuHasAvx512() { return GetCpuFeatures().avx512; }
-
-const KernelTable* SelectTable() {
-  switch (SelectedKernelIsa()) {
-    case KernelIsa::kAvx512: return GetAvx512Table();
-    case KernelIsa::kAvx2: return GetAvx2Table();
-    case KernelIsa::kScalar: break;
-  }
-  return GetScalarTable();
-}
+// The matmul op's variant table, indexed by KernelIsa.
+const KernelTable* (*const kTables[kNumKernelIsas])() = {GetScalarTable, GetAvx2Table,
+                                                         GetAvx512Table};
 
 const KernelTable& Active() {
-  static const KernelTable* table = SelectTable();
+  static const KernelTable* table = kTables[SelectedKernelIsaIndex()]();
   return *table;
 }
 
-int KindOf(DType t) {
-  switch (t) {
-    case DType::kF32: return kKindF32;
-    case DType::kF16: return kKindF16;
-    case DType::kBF16: return kKindBF16;
-    case DType::kQ8_0: return kKindQ8_0;
-    case DType::kQ4_0: return kKindQ4_0;
-    case DType::kQ4_1: return kKindQ4_1;
-    case DType::kQ4_K: return kKindQ4_K;
-    case DType::kQ6_K: return kKindQ6_K;
-    default: return -1;
-  }
-}
-
-bool IsFloatKind(int kind) { return kind <= kKindBF16; }
-int GroupSize(int kind) { return kind == kKindQ6_K ? 16 : 32; }
-int ZeroPoint(int kind) {
-  switch (kind) {
-    case kKindQ4_0: return 8;
-    case kKindQ8_0: return 128;
-    case kKindQ6_K: return 32;
-    default: return 0;
-  }
+// The traits of a weight format with matmul kernels, or null.
+const FormatTraits* WeightFormat(DType t) {
+  const FormatTraits* f = FindFormat(static_cast<uint32_t>(t));
+  return f != nullptr && f->kernel_slot >= 0 ? f : nullptr;
 }
 
 int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
@@ -67,22 +40,22 @@ struct Part {
   int64_t ldy = 0;
 };
 
-// Runs matmuls with `table` that share the weight kind, k, layout (`packed`:
-// whole panels) and input x: x is quantized once, then one parallel region
-// splits the parts' rows, concatenated, into contiguous runs per thread. A
-// row's arithmetic does not depend on how rows are split.
-void RunParts(const KernelTable& table, int kind, bool packed, int64_t k, const float* x,
-              int64_t ldx, int64_t n_tokens, const Part* parts, int n_parts, ThreadPool& pool,
-              MatMulScratch& scratch) {
+// Runs matmuls with `table` that share the weight format, k, layout
+// (`packed`: whole panels) and input x: x is quantized once, then one
+// parallel region splits the parts' rows, concatenated, into contiguous runs
+// per thread. A row's arithmetic does not depend on how rows are split.
+void RunParts(const KernelTable& table, const FormatTraits& format, bool packed, int64_t k,
+              const float* x, int64_t ldx, int64_t n_tokens, const Part* parts, int n_parts,
+              ThreadPool& pool, MatMulScratch& scratch) {
   if (n_tokens <= 0) return;
   const int n_threads = pool.size();
   const int64_t tmp_bytes = AlignUp(BRISK_MATMUL_TMP_BYTES(k, n_tokens), 64);
   MatMulTask base;
   base.k = k;
   base.n_tokens = n_tokens;
-  const bool quantized = !IsFloatKind(kind);
-  const int G = GroupSize(kind);
-  const int64_t nb = k / G, q_stride = AlignUp(k, 64);
+  const bool quantized = format.act_group > 0;  // else the kernels read x as floats
+  const int G = format.act_group;
+  const int64_t nb = quantized ? k / G : 0, q_stride = AlignUp(k, 64);
   const int64_t scales_bytes = AlignUp(n_tokens * nb * 4, 64);
   const int64_t act_bytes = quantized ? n_tokens * q_stride + 2 * scales_bytes : 0;
   uint8_t* buf = scratch.Reserve(static_cast<size_t>(act_bytes + tmp_bytes * n_threads));
@@ -93,7 +66,7 @@ void RunParts(const KernelTable& table, int kind, bool packed, int64_t k, const 
     auto* q = reinterpret_cast<int8_t*>(buf);
     auto* d = reinterpret_cast<float*>(buf + n_tokens * q_stride);
     uint8_t* aux = buf + n_tokens * q_stride + scales_bytes;
-    const int zp = ZeroPoint(kind);
+    const int zp = format.act_zero_point;
     auto quantize = [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t)
         table.quantize_acts(x + t * ldx, k, G, zp, q + t * q_stride, d + t * nb, aux + t * nb * 4);
@@ -108,13 +81,16 @@ void RunParts(const KernelTable& table, int kind, bool packed, int64_t k, const 
     base.xq.d = d;
     base.xq.aux = aux;
     base.xq.nb = nb;
+    base.xq.group = G;
+    base.xq.zero_point = zp;
   }
   // Threads take contiguous runs of `grain` rows, so each streams its own rows.
   const int64_t grain = table.panel_rows > 1 ? table.panel_rows : 4;
   int64_t units = 0;
   for (int i = 0; i < n_parts; ++i) units += (parts[i].rows + grain - 1) / grain;
-  const int64_t panel_bytes = packed ? table.packed_panel_bytes(kind, k) : 0;
-  const MatMulFn fn = packed ? table.matmul_packed[kind] : table.matmul[kind];
+  const FormatKernels& kernels = table.formats[format.kernel_slot];
+  const int64_t panel_bytes = packed ? kernels.panel_bytes(k) : 0;
+  const MatMulFn fn = packed ? kernels.matmul_packed : kernels.matmul;
   auto task = [&](int t, int nt) {
     const int64_t g0 = units * t / nt, g1 = units * (t + 1) / nt;
     int64_t first = 0;  // global index of the part's first unit
@@ -143,23 +119,23 @@ void RunParts(const KernelTable& table, int kind, bool packed, int64_t k, const 
   }
 }
 
-void Run(const KernelTable& table, int kind, const uint8_t* w, int64_t row_bytes, bool packed,
-         int64_t rows, int64_t k, const float* x, int64_t ldx, int64_t n_tokens, float* y,
-         int64_t ldy, ThreadPool& pool, MatMulScratch& scratch) {
+void Run(const KernelTable& table, const FormatTraits& format, const uint8_t* w, int64_t row_bytes,
+         bool packed, int64_t rows, int64_t k, const float* x, int64_t ldx, int64_t n_tokens,
+         float* y, int64_t ldy, ThreadPool& pool, MatMulScratch& scratch) {
   if (rows <= 0) return;
   const Part part{w, row_bytes, rows, y, ldy};
-  RunParts(table, kind, packed, k, x, ldx, n_tokens, &part, 1, pool, scratch);
+  RunParts(table, format, packed, k, x, ldx, n_tokens, &part, 1, pool, scratch);
 }
 
 void RunRaw(const KernelTable& table, DType wtype, const void* w, int64_t rows, int64_t k,
             const float* x, int64_t ldx, int64_t n_tokens, float* y, int64_t ldy, ThreadPool& pool,
             MatMulScratch& scratch) {
-  const int kind = KindOf(wtype);
+  const FormatTraits* format = WeightFormat(wtype);
   const int64_t row_bytes = RowBytes(wtype, k);
-  assert(kind >= 0 && row_bytes > 0 && "MatMul: unsupported type or bad k");
-  if (kind < 0 || row_bytes <= 0) return;
-  Run(table, kind, static_cast<const uint8_t*>(w), row_bytes, false, rows, k, x, ldx, n_tokens, y,
-      ldy, pool, scratch);
+  assert(format != nullptr && row_bytes > 0 && "MatMul: unsupported type or bad k");
+  if (format == nullptr || row_bytes <= 0) return;
+  Run(table, *format, static_cast<const uint8_t*>(w), row_bytes, false, rows, k, x, ldx, n_tokens,
+      y, ldy, pool, scratch);
 }
 
 }  // namespace
@@ -178,14 +154,13 @@ uint8_t* MatMulScratch::Reserve(size_t bytes) {
   return data_;
 }
 
-const KernelTable& ActiveKernels() { return Active(); }
 const char* ActiveKernelVariant() { return Active().name; }
 const char* KernelTableName(const KernelTable& table) { return table.name; }
 
 std::vector<const KernelTable*> AvailableKernelTables() {
-  std::vector<const KernelTable*> out = {GetScalarTable()};
-  if (CpuHasAvx2()) out.push_back(GetAvx2Table());
-  if (CpuHasAvx512()) out.push_back(GetAvx512Table());
+  std::vector<const KernelTable*> out;
+  for (int i = 0; i < kNumKernelIsas; ++i)
+    if (CpuCanRun(static_cast<KernelIsa>(i))) out.push_back(kTables[i]());
   return out;
 }
 
@@ -195,21 +170,11 @@ void MatMulWith(const KernelTable& table, DType wtype, const void* w, int64_t ro
   RunRaw(table, wtype, w, rows, k, x, ldx, n_tokens, y, ldy, pool, scratch);
 }
 
-void MatMul(DType wtype, const void* w, int64_t rows, int64_t k, const float* x, int64_t n_tokens,
-            float* y, ThreadPool& pool, MatMulScratch& scratch) {
-  RunRaw(Active(), wtype, w, rows, k, x, k, n_tokens, y, rows, pool, scratch);
-}
-
-void MatMulStrided(DType wtype, const void* w, int64_t rows, int64_t k, const float* x, int64_t ldx,
-                   int64_t n_tokens, float* y, int64_t ldy, ThreadPool& pool,
-                   MatMulScratch& scratch) {
-  RunRaw(Active(), wtype, w, rows, k, x, ldx, n_tokens, y, ldy, pool, scratch);
-}
-
 Expected<MatMulWeight> PrepareMatMulWeightFor(const KernelTable& table, DType type, const void* w,
                                               int64_t rows, int64_t k) {
-  const int kind = KindOf(type);
-  if (kind < 0) return Unimplemented("no matmul kernel for weight type {}", DTypeName(type));
+  const FormatTraits* format = WeightFormat(type);
+  if (format == nullptr)
+    return Unimplemented("no matmul kernel for weight type {}", DTypeName(type));
   const int64_t row_bytes = RowBytes(type, k);
   if (rows <= 0 || k <= 0 || row_bytes <= 0) {
     return InvalidArgument(
@@ -222,8 +187,9 @@ Expected<MatMulWeight> PrepareMatMulWeightFor(const KernelTable& table, DType ty
   mw.rows = rows;
   mw.k = k;
   mw.gguf = w;
-  const int64_t panel_bytes = table.packed_panel_bytes(kind, k);
-  if (panel_bytes > 0 && table.pack_panel[kind] != nullptr && table.matmul_packed[kind]) {
+  const FormatKernels& kernels = table.formats[format->kernel_slot];
+  const int64_t panel_bytes = kernels.panel_bytes != nullptr ? kernels.panel_bytes(k) : 0;
+  if (panel_bytes > 0 && kernels.pack_panel != nullptr && kernels.matmul_packed != nullptr) {
     const int64_t P = table.panel_rows;
     const int64_t panels = (rows + P - 1) / P;
     std::shared_ptr<uint8_t[]> buf(
@@ -233,8 +199,7 @@ Expected<MatMulWeight> PrepareMatMulWeightFor(const KernelTable& table, DType ty
     const auto* src = static_cast<const uint8_t*>(w);
     for (int64_t p = 0; p < panels; ++p) {
       int64_t valid = rows - p * P < P ? rows - p * P : P;
-      table.pack_panel[kind](src + p * P * row_bytes, row_bytes, valid, k,
-                             buf.get() + p * panel_bytes);
+      kernels.pack_panel(src + p * P * row_bytes, row_bytes, valid, k, buf.get() + p * panel_bytes);
     }
     mw.packed = std::move(buf);
     mw.packed_for = &table;
@@ -251,8 +216,8 @@ Expected<MatMulWeight> PrepareMatMulWeight(DType type, const void* w, int64_t ro
 void MatMulWith(const KernelTable& table, const MatMulWeight& w, const float* x, int64_t ldx,
                 int64_t n_tokens, float* y, int64_t ldy, ThreadPool& pool, MatMulScratch& scratch) {
   if (w.packed != nullptr && w.packed_for == &table) {
-    Run(table, KindOf(w.type), w.packed.get(), 0, true, w.rows, w.k, x, ldx, n_tokens, y, ldy, pool,
-        scratch);
+    Run(table, FormatOf(w.type), w.packed.get(), 0, true, w.rows, w.k, x, ldx, n_tokens, y, ldy,
+        pool, scratch);
   } else {
     RunRaw(table, w.type, w.gguf, w.rows, w.k, x, ldx, n_tokens, y, ldy, pool, scratch);
   }
@@ -292,22 +257,10 @@ void MatMulFused(std::span<const MatMulOut> outs, const float* x, int64_t ldx, i
     parts[i].y = outs[i].y;
     parts[i].ldy = outs[i].ldy;
   }
-  RunParts(table, KindOf(w0.type), packed, w0.k, x, ldx, n_tokens, parts,
+  RunParts(table, FormatOf(w0.type), packed, w0.k, x, ldx, n_tokens, parts,
            static_cast<int>(outs.size()), pool, scratch);
 }
 
-float DotF16F32(const uint16_t* a, const float* b, int64_t n) {
-  return Active().dot_f16_f32(a, b, n);
-}
-void AxpyF16(float alpha, const uint16_t* x, float* y, int64_t n) {
-  Active().axpy_f16(alpha, x, y, n);
-}
 void F32ToF16Row(const float* src, uint16_t* dst, int64_t n) { Active().f32_to_f16(src, dst, n); }
-void F16ToF32Row(const uint16_t* src, float* dst, int64_t n) { Active().f16_to_f32(src, dst, n); }
-float DotF32(const float* a, const float* b, int64_t n) { return Active().dot_f32(a, b, n); }
-void AxpyF32(float alpha, const float* x, float* y, int64_t n) {
-  Active().axpy_f32(alpha, x, y, n);
-}
-void ScaleF32(float* x, float s, int64_t n) { Active().scale_f32(x, s, n); }
 
 }  // namespace brisk

@@ -46,7 +46,6 @@ void StoreI8(int8_t* p, VI v) {
 VF ZeroF() { return _mm256_setzero_ps(); }
 VF Set1F(float v) { return _mm256_set1_ps(v); }
 VF LoadF(const float* p) { return _mm256_loadu_ps(p); }
-VF AddF(VF a, VF b) { return _mm256_add_ps(a, b); }
 VF Mul(VF a, VF b) { return _mm256_mul_ps(a, b); }
 VF MaxF(VF a, VF b) { return _mm256_max_ps(a, b); }
 VF AbsF(VF a) { return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))); }
@@ -87,7 +86,6 @@ void StoreF(float* p, VF v, int n) {
     _mm256_maskstore_ps(p, mask, v);
   }
 }
-void StoreFullF(float* p, VF v) { _mm256_storeu_ps(p, v); }
 void StoreHalf(uint16_t* p, VF v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }

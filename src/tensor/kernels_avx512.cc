@@ -38,7 +38,6 @@ void StoreI8(int8_t* p, VI v) {
 VF ZeroF() { return _mm512_setzero_ps(); }
 VF Set1F(float v) { return _mm512_set1_ps(v); }
 VF LoadF(const float* p) { return _mm512_loadu_ps(p); }
-VF AddF(VF a, VF b) { return _mm512_add_ps(a, b); }
 VF Mul(VF a, VF b) { return _mm512_mul_ps(a, b); }
 VF MaxF(VF a, VF b) { return _mm512_max_ps(a, b); }
 VF AbsF(VF a) { return _mm512_abs_ps(a); }
@@ -68,7 +67,6 @@ void StoreF(float* p, VF v, int n) {
     _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);
   }
 }
-void StoreFullF(float* p, VF v) { _mm512_storeu_ps(p, v); }
 void StoreHalf(uint16_t* p, VF v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }

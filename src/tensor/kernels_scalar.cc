@@ -2,11 +2,44 @@
 // tables must agree with it up to float summation order.
 #include <cmath>
 
+#include "tensor/float16.h"
 #include "tensor/kernel_table.h"
-#include "tensor/kernels.h"
 
 namespace brisk {
 namespace {
+
+// ---- Quantized weights: one decoder per format ------------------------------------
+// Group g of a GGUF row (the activations' group, QuantActs::group elements)
+// as integers v[] with w = dw*v + c. For zero-point formats v is signed
+// (q - z) and c = 0; for min formats v = q and c = min.
+typedef void (*DecodeGroupFn)(const uint8_t* row, int64_t g, int* v, float* dw, float* c);
+
+void DecodeQ4_0(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  const auto* b = reinterpret_cast<const BlockQ4_0*>(row) + g;
+  *dw = HalfToFloat(b->d);
+  *c = 0;
+  for (int j = 0; j < 16; ++j) {
+    v[j] = (b->qs[j] & 0xF) - 8;
+    v[j + 16] = (b->qs[j] >> 4) - 8;
+  }
+}
+
+void DecodeQ4_1(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  const auto* b = reinterpret_cast<const BlockQ4_1*>(row) + g;
+  *dw = HalfToFloat(b->d);
+  *c = HalfToFloat(b->m);
+  for (int j = 0; j < 16; ++j) {
+    v[j] = b->qs[j] & 0xF;
+    v[j + 16] = b->qs[j] >> 4;
+  }
+}
+
+void DecodeQ8_0(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + g;
+  *dw = HalfToFloat(b->d);
+  *c = 0;
+  for (int j = 0; j < 32; ++j) v[j] = b->qs[j];
+}
 
 void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
   if (j < 4) {
@@ -18,69 +51,37 @@ void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
   }
 }
 
-// Group g of a GGUF row as integers v[] with w = dw*v + c. For zero-point
-// kinds v is signed (q - z) and c = 0; for min kinds v = q and c = min.
-void DecodeGroup(int kind, const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
-  *c = 0;
-  switch (kind) {
-    case kKindQ4_0: {
-      const auto* b = reinterpret_cast<const BlockQ4_0*>(row) + g;
-      *dw = HalfToFloat(b->d);
-      for (int j = 0; j < 16; ++j) {
-        v[j] = (b->qs[j] & 0xF) - 8;
-        v[j + 16] = (b->qs[j] >> 4) - 8;
-      }
-      return;
-    }
-    case kKindQ4_1: {
-      const auto* b = reinterpret_cast<const BlockQ4_1*>(row) + g;
-      *dw = HalfToFloat(b->d);
-      *c = HalfToFloat(b->m);
-      for (int j = 0; j < 16; ++j) {
-        v[j] = b->qs[j] & 0xF;
-        v[j + 16] = b->qs[j] >> 4;
-      }
-      return;
-    }
-    case kKindQ8_0: {
-      const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + g;
-      *dw = HalfToFloat(b->d);
-      for (int j = 0; j < 32; ++j) v[j] = b->qs[j];
-      return;
-    }
-    case kKindQ4_K: {  // 8 groups of 32 per super-block
-      const auto* b = reinterpret_cast<const BlockQ4_K*>(row) + g / 8;
-      int j = static_cast<int>(g % 8), sc, m;
-      ScaleMinK4(j, b->scales, &sc, &m);
-      *dw = HalfToFloat(b->d) * static_cast<float>(sc);
-      *c = -HalfToFloat(b->dmin) * static_cast<float>(m);
-      const uint8_t* q = b->qs + 32 * (j / 2);
-      for (int l = 0; l < 32; ++l) v[l] = (j & 1) ? q[l] >> 4 : q[l] & 0xF;
-      return;
-    }
-    case kKindQ6_K: {  // 16 groups of 16 per super-block
-      const auto* b = reinterpret_cast<const BlockQ6_K*>(row) + g / 16;
-      int j = static_cast<int>(g % 16);
-      int h = j / 8, quarter = (j % 8) / 2, half = j % 2;  // element 128h + 32*quarter + 16*half
-      *dw = HalfToFloat(b->d) * static_cast<float>(b->scales[j]);
-      const uint8_t* ql = b->ql + 64 * h + (quarter & 1) * 32 + 16 * half;
-      const uint8_t* qh = b->qh + 32 * h + 16 * half;
-      int lshift = (quarter >= 2) ? 4 : 0, hshift = 2 * quarter;
-      for (int l = 0; l < 16; ++l)
-        v[l] = (((ql[l] >> lshift) & 0xF) | ((qh[l] >> hshift) & 3) << 4) - 32;
-      return;
-    }
-    default: return;
-  }
+void DecodeQ4_K(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  // 8 groups of 32 per super-block
+  const auto* b = reinterpret_cast<const BlockQ4_K*>(row) + g / 8;
+  int j = static_cast<int>(g % 8), sc, m;
+  ScaleMinK4(j, b->scales, &sc, &m);
+  *dw = HalfToFloat(b->d) * static_cast<float>(sc);
+  *c = -HalfToFloat(b->dmin) * static_cast<float>(m);
+  const uint8_t* q = b->qs + 32 * (j / 2);
+  for (int l = 0; l < 32; ++l) v[l] = (j & 1) ? q[l] >> 4 : q[l] & 0xF;
 }
 
-int GroupSize(int kind) { return kind == kKindQ6_K ? 16 : 32; }
-bool HasMin(int kind) { return kind == kKindQ4_1 || kind == kKindQ4_K; }
+void DecodeQ6_K(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  // 16 groups of 16 per super-block
+  const auto* b = reinterpret_cast<const BlockQ6_K*>(row) + g / 16;
+  int j = static_cast<int>(g % 16);
+  int h = j / 8, quarter = (j % 8) / 2, half = j % 2;  // element 128h + 32*quarter + 16*half
+  *dw = HalfToFloat(b->d) * static_cast<float>(b->scales[j]);
+  *c = 0;
+  const uint8_t* ql = b->ql + 64 * h + (quarter & 1) * 32 + 16 * half;
+  const uint8_t* qh = b->qh + 32 * h + 16 * half;
+  int lshift = (quarter >= 2) ? 4 : 0, hshift = 2 * quarter;
+  for (int l = 0; l < 16; ++l)
+    v[l] = (((ql[l] >> lshift) & 0xF) | ((qh[l] >> hshift) & 3) << 4) - 32;
+}
 
-void MatMulQuant(int kind, const MatMulTask* t) {
-  const int G = GroupSize(kind);
+template <DecodeGroupFn kDecode>
+void MatMulQ(const MatMulTask* t) {
+  const int G = t->xq.group;
+  const bool has_min = t->xq.zero_point == 0;  // float aux: d_x * sum(q_x)
   const int64_t ng = t->k / G;
-  int v[32];
+  int v[32] = {};  // a decoder fills the group's first G
   for (int64_t r = 0; r < t->rows; ++r) {
     const uint8_t* row = t->w + r * t->row_bytes;
     for (int64_t n = 0; n < t->n_tokens; ++n) {
@@ -90,22 +91,18 @@ void MatMulQuant(int kind, const MatMulTask* t) {
       float acc = 0;
       for (int64_t g = 0; g < ng; ++g) {
         float dw, c;
-        DecodeGroup(kind, row, g, v, &dw, &c);
+        kDecode(row, g, v, &dw, &c);
         int isum = 0;
         for (int l = 0; l < G; ++l) isum += v[l] * xq[g * G + l];
         acc += dw * (xd[g] * static_cast<float>(isum));
-        if (HasMin(kind)) acc += c * xs[g];
+        if (has_min) acc += c * xs[g];
       }
       t->y[n * t->ldy + r] = acc;
     }
   }
 }
 
-template <int kKind>
-void MatMulQ(const MatMulTask* t) {
-  MatMulQuant(kKind, t);
-}
-
+// ---- Float weights ------------------------------------------------------------------
 template <typename Load>
 void MatMulFloat(const MatMulTask* t, Load load) {
   for (int64_t r = 0; r < t->rows; ++r) {
@@ -134,6 +131,7 @@ void MatMulBF16(const MatMulTask* t) {
   });
 }
 
+// ---- Activations and conversions ------------------------------------------------------
 void QuantizeActs(const float* x, int64_t n, int group, int zero_point, int8_t* q, float* d,
                   void* aux) {
   for (int64_t g = 0; g < n / group; ++g) {
@@ -160,50 +158,22 @@ void QuantizeActs(const float* x, int64_t n, int group, int zero_point, int8_t* 
   }
 }
 
-float RefDotF16F32(const uint16_t* a, const float* b, int64_t n) {
-  float acc = 0;
-  for (int64_t i = 0; i < n; ++i) acc += HalfToFloat(a[i]) * b[i];
-  return acc;
-}
-void RefAxpyF16(float alpha, const uint16_t* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha * HalfToFloat(x[i]);
-}
 void RefF32ToF16(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }
-void RefF16ToF32(const uint16_t* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
-}
-float RefDotF32(const float* a, const float* b, int64_t n) {
-  float acc = 0;
-  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
-  return acc;
-}
-void RefAxpyF32(float alpha, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
-}
-void RefScaleF32(float* x, float s, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] *= s;
-}
 
-int64_t NoPackedBytes(int, int64_t) { return 0; }
+// A format's kernels on GGUF rows only (no packed layout).
+constexpr FormatKernels Plain(MatMulFn matmul) { return {matmul, nullptr, nullptr, nullptr}; }
 
+// Slots in WeightKind order.
 const KernelTable kScalarTable = {
     "scalar",
     1,
-    {MatMulF32, MatMulF16, MatMulBF16, MatMulQ<kKindQ8_0>, MatMulQ<kKindQ4_0>, MatMulQ<kKindQ4_1>,
-     MatMulQ<kKindQ4_K>, MatMulQ<kKindQ6_K>},
-    NoPackedBytes,
-    {},
-    {},
+    {Plain(MatMulF32), Plain(MatMulF16), Plain(MatMulBF16), Plain(MatMulQ<DecodeQ8_0>),
+     Plain(MatMulQ<DecodeQ4_0>), Plain(MatMulQ<DecodeQ4_1>), Plain(MatMulQ<DecodeQ4_K>),
+     Plain(MatMulQ<DecodeQ6_K>)},
     QuantizeActs,
-    RefDotF16F32,
-    RefAxpyF16,
     RefF32ToF16,
-    RefF16ToF32,
-    RefDotF32,
-    RefAxpyF32,
-    RefScaleF32,
 };
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor/float16.h"
+#include "tensor/format_traits.h"
 #include "tensor/kernel_table.h"
 #include "tensor/kernels.h"
 
@@ -17,11 +19,13 @@ namespace {
 uint16_t H(float f) { return FloatToHalf(f); }
 
 // Random bytes of a [rows x k] matrix of type t whose blocks are valid: scale
-// fields are finite halves of moderate size, quants are random.
+// fields are finite halves of moderate size, quants are random. Formats not
+// listed here: random floats through the format's reference quantizer.
 std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t k, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const int64_t rb = RowBytes(t, k);
   std::vector<uint8_t> w(rows * rb);
+  std::vector<float> f(k);
   for (auto& b : w) b = static_cast<uint8_t>(rng());
   auto put16 = [&](uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); };
   for (int64_t r = 0; r < rows; ++r) {
@@ -60,7 +64,10 @@ std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t k, std::mt1993
         for (int64_t b = 0; b < k / 256; ++b)
           put16(row + b * 210 + 208, H(0.001f + 0.002f * u(rng)));
         break;
-      default: break;
+      default:
+        for (auto& v : f) v = u(rng);
+        QuantizeRow(t, f.data(), row, k);
+        break;
     }
   }
   return w;
@@ -156,8 +163,8 @@ TEST(Quantize, RoundTripErrors) {
     DType t;
     float tol;  // max error as a fraction of the block's absolute max
   } cases[] = {{DType::kQ8_0, 0.006f}, {DType::kQ8_1, 0.006f}, {DType::kQ8_K, 0.005f},
-               {DType::kQ4_0, 0.13f},  {DType::kQ4_1, 0.07f},  {DType::kF16, 0.001f},
-               {DType::kBF16, 0.005f}};
+               {DType::kQ4_0, 0.13f},  {DType::kQ4_1, 0.07f},  {DType::kQ4_K, 0.08f},
+               {DType::kQ6_K, 0.025f}, {DType::kF16, 0.001f},  {DType::kBF16, 0.005f}};
   for (const auto& c : cases) {
     std::vector<uint8_t> buf(RowBytes(c.t, 512));
     QuantizeRow(c.t, x.data(), buf.data(), 512);
@@ -224,47 +231,30 @@ TEST(Variants, QuantizeActsMatchScalar) {
   }
 }
 
-TEST(Variants, VectorHelpersMatchScalar) {
+TEST(Variants, F32ToF16MatchesScalar) {
   std::mt19937 rng(3);
   const KernelTable& ref = *GetScalarTable();
   for (const KernelTable* t : AvailableKernelTables()) {
     for (int n : {1, 7, 16, 31, 64, 100, 257}) {
-      auto a = RandomFloats(n, rng), b = RandomFloats(n, rng);
+      auto a = RandomFloats(n, rng);
       std::vector<uint16_t> h1(n), h2(n);
       ref.f32_to_f16(a.data(), h1.data(), n);
       t->f32_to_f16(a.data(), h2.data(), n);
       ASSERT_EQ(h1, h2) << t->name << " n=" << n;
-      std::vector<float> f1(n), f2(n);
-      ref.f16_to_f32(h1.data(), f1.data(), n);
-      t->f16_to_f32(h1.data(), f2.data(), n);
-      ASSERT_EQ(f1, f2) << t->name;
-      float mag = 0;
-      for (int i = 0; i < n; ++i) mag += std::fabs(a[i] * b[i]);
-      EXPECT_NEAR(ref.dot_f16_f32(h1.data(), b.data(), n), t->dot_f16_f32(h1.data(), b.data(), n),
-                  1e-5f * mag + 1e-6f);
-      EXPECT_NEAR(ref.dot_f32(a.data(), b.data(), n), t->dot_f32(a.data(), b.data(), n),
-                  1e-5f * mag + 1e-6f);
-      std::vector<float> y1 = b, y2 = b;
-      ref.axpy_f16(0.3f, h1.data(), y1.data(), n);
-      t->axpy_f16(0.3f, h1.data(), y2.data(), n);
-      for (int i = 0; i < n; ++i) ASSERT_NEAR(y1[i], y2[i], 1e-6f * (1 + std::fabs(y1[i])));
-      y1 = b, y2 = b;
-      ref.axpy_f32(-0.7f, a.data(), y1.data(), n);
-      t->axpy_f32(-0.7f, a.data(), y2.data(), n);
-      for (int i = 0; i < n; ++i) ASSERT_NEAR(y1[i], y2[i], 1e-6f * (1 + std::fabs(y1[i])));
-      y1 = a, y2 = a;
-      ref.scale_f32(y1.data(), 1.7f, n);
-      t->scale_f32(y2.data(), 1.7f, n);
-      ASSERT_EQ(y1, y2);
+      for (int i = 0; i < n; ++i) ASSERT_EQ(h1[i], FloatToHalf(a[i]));
     }
   }
 }
 
-const DType kWeightTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
-                              DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K};
+// Every weight format with matmul kernels, as the traits table lists them.
+std::vector<DType> WeightTypes() {
+  std::vector<DType> out;
+  for (const FormatTraits& f : AllFormats())
+    if (f.kernel_slot >= 0) out.push_back(f.type);
+  return out;
+}
 
-int BlockSize(DType t) { return LayoutOf(static_cast<uint32_t>(t))->block_size; }
-
+int BlockSize(DType t) { return FormatOf(t).block_size; }
 // Double-precision reference on dequantized weights. `mag` = sum |w*x|;
 // `qerr` bounds the effect of 8-bit activation quantization (x error <= amax/254
 // per group of 32, or 16 for Q6_K).
@@ -272,8 +262,8 @@ void Reference(DType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k,
                const std::vector<float>& x, int64_t n_tok, std::vector<double>* y,
                std::vector<double>* mag, std::vector<double>* qerr) {
   const int64_t rb = RowBytes(t, k);
-  const bool quant = t != DType::kF32 && t != DType::kF16 && t != DType::kBF16;
-  const int G = t == DType::kQ6_K ? 16 : 32;
+  const int G = FormatOf(t).act_group;
+  const bool quant = G > 0;
   std::vector<float> wr(k);
   y->assign(rows * n_tok, 0);
   mag->assign(rows * n_tok, 0);
@@ -315,7 +305,7 @@ void CheckMatMul(int threads, bool repack) {
   const KernelTable& ref = *GetScalarTable();
   const Shape shapes[] = {{1, 1, 1},   {7, 2, 2},  {33, 3, 3},   {192, 2, 5},  {17, 1, 17},
                           {40, 2, 64}, {16, 1, 8}, {100, 1, 33}, {64, 1, 128}, {3, 4, 1}};
-  for (DType t : kWeightTypes) {
+  for (DType t : WeightTypes()) {
     for (const Shape& s : shapes) {
       const int64_t k = s.blocks * (BlockSize(t) == 1 ? 32 : BlockSize(t));
       auto w = RandomWeights(t, s.rows, k, rng);
@@ -365,8 +355,11 @@ TEST(MatMul, StridedOutputAndPublicEntryPoints) {
   std::vector<float> y1(rows * n), y2(ldy * n, 123.0f), y3(rows * n);
   std::vector<float> xd(k * n);
   for (int t = 0; t < n; ++t) std::memcpy(&xd[t * k], &x[t * ldx], k * 4);
-  MatMul(DType::kQ4_1, w.data(), rows, k, xd.data(), n, y1.data(), pool, scratch);
-  MatMulStrided(DType::kQ4_1, w.data(), rows, k, x.data(), ldx, n, y2.data(), ldy, pool, scratch);
+  auto raw = PrepareMatMulWeight(DType::kQ4_1, w.data(), rows, k, /*allow_repack=*/false);
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ(raw->packed, nullptr);
+  MatMul(*raw, xd.data(), n, y1.data(), pool, scratch);
+  MatMul(*raw, x.data(), ldx, n, y2.data(), ldy, pool, scratch);
   auto mw = PrepareMatMulWeight(DType::kQ4_1, w.data(), rows, k);
   ASSERT_TRUE(mw.ok());
   MatMul(*mw, xd.data(), n, y3.data(), pool, scratch);
