@@ -10,118 +10,19 @@ on_headers hook.
 import json
 import resource
 import socket
-import threading
 import time
 
 import pytest
 
-from conftest import MODEL_ID, BriskServer
+from attacks import (ENDLESS, Flood, MiB, chat_bytes, connect, peak_rss_bytes, post_head,
+                     read_head, read_response, rss_bytes)
+from conftest import BriskServer
 
-MiB = 1 << 20
 # Goal of the issue: under 64 MB per attacking connection.
 PER_CONNECTION_RSS_BUDGET = 64 * MiB
 
 
 # ---------------------------------------------------------------- helpers
-
-def proc_status_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
-
-
-def rss_bytes(server):
-    return proc_status_kib(server.proc.pid, "VmRSS") * 1024
-
-
-def peak_rss_bytes(server):
-    return proc_status_kib(server.proc.pid, "VmHWM") * 1024
-
-
-def connect(server, timeout=5.0):
-    return socket.create_connection((server.host, server.port), timeout=timeout)
-
-
-def read_head(s, timeout=5.0, skip_interim=True):
-    """Reads one response head (status line + headers) from a raw socket:
-    (status, {lower-case name: value}, bytes after the head). Interim 1xx
-    responses are skipped. Raises socket.timeout if none comes in time."""
-    s.settimeout(timeout)
-    deadline = time.monotonic() + timeout
-    buf = b""
-    while True:
-        while b"\r\n\r\n" not in buf:
-            if time.monotonic() > deadline:
-                raise socket.timeout("no response head")
-            try:
-                chunk = s.recv(65536)
-            except ConnectionResetError:
-                chunk = b""
-            if not chunk:
-                raise ConnectionError(f"closed before a response head: {buf[:200]!r}")
-            buf += chunk
-        head, rest = buf.split(b"\r\n\r\n", 1)
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split(" ")[1])
-        headers = {}
-        for line in lines[1:]:
-            k, _, v = line.partition(":")
-            headers[k.strip().lower()] = v.strip()
-        if skip_interim and 100 <= status < 200:
-            buf = rest
-            continue
-        return status, headers, rest
-
-
-def read_response(s, timeout=10.0):
-    """One full response with Content-Length: (status, headers, body)."""
-    status, headers, rest = read_head(s, timeout)
-    n = int(headers.get("content-length", "0"))
-    deadline = time.monotonic() + timeout
-    while len(rest) < n and time.monotonic() < deadline:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        rest += chunk
-    return status, headers, rest[:n]
-
-
-class Flood(threading.Thread):
-    """Sends `prefix`, then `filler` until `total` bytes, a send fails, or stop()."""
-
-    def __init__(self, sock, prefix, filler, total):
-        super().__init__(daemon=True)
-        self.sock, self.prefix, self.filler, self.total = sock, prefix, filler, total
-        self.sent = 0
-        self._halt = threading.Event()
-
-    def run(self):
-        try:
-            self.sock.sendall(self.prefix)
-            while self.sent < self.total and not self._halt.is_set():
-                self.sock.sendall(self.filler)
-                self.sent += len(self.filler)
-        except OSError:
-            pass
-
-    def stop(self):
-        self._halt.set()
-        self.join(10)
-
-
-def chat_bytes(**kw):
-    return json.dumps({"model": MODEL_ID, "max_tokens": 2,
-                       "messages": [{"role": "user", "content": "Hi"}], **kw}).encode()
-
-
-def post_head(server, length=None, extra=""):
-    framing = (f"Content-Length: {length}\r\n" if length is not None
-               else "Transfer-Encoding: chunked\r\n")
-    return (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {server.host}:{server.port}\r\n"
-            f"Content-Type: application/json\r\n{framing}{extra}\r\n").encode()
-
 
 def assert_alive_and_well(server):
     assert server.proc.poll() is None, f"server died (exit {server.proc.returncode})"
@@ -143,14 +44,6 @@ def server(brisk_bin, default_model):
 
 
 # ---------------------------------------------------------------- 1. chunked framing
-
-# (name, bytes after the header section, filler repeated without a line end)
-ENDLESS = {
-    "chunk_extension": (b"1;x=", b"a" * MiB),
-    "chunk_size_zeros": (b"", b"0" * MiB),
-    "trailer_line": (b"1\r\na\r\n0\r\nX-T: ", b"a" * MiB),
-}
-
 
 @pytest.mark.parametrize("case", list(ENDLESS))
 def test_endless_framing_line_is_cut_off(server, case):
