@@ -125,8 +125,7 @@ int RunServe(const ServeFlags& f) {
   const auto until =
       std::chrono::steady_clock::now() +
       std::chrono::milliseconds(static_cast<int64_t>(cfg.server.drain_grace_s * 1000));
-  while (!second.load() && server.active_requests() > 0 &&
-         std::chrono::steady_clock::now() < until)
+  while (!second.load() && server.active_requests() > 0 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const int64_t left = server.active_requests();
   (*serving)->Stop();

@@ -147,8 +147,9 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
     status = RunForward(so);
     if (status.ok()) {
       results_.clear();
-      outputs_.Process(so.chunks, logits_, model_.config().vocab, scheduler_,
-                       [this] { return next_seq_id_++; }, &results_, outputs);
+      outputs_.Process(
+          so.chunks, logits_, model_.config().vocab, scheduler_, [this] { return next_seq_id_++; },
+          &results_, outputs);
       scheduler_.UpdateFromOutput(so, results_);
     }
   }

@@ -145,9 +145,8 @@ void OutputProcessor::FinishSequence(int64_t seq_id, FinishReason reason,
   FinishUnforked(*s->second, reason, outputs);
 }
 
-void OutputProcessor::Sample(Sequence& s, std::span<float> logits,
-                             std::span<const int32_t> history, const Scheduler& scheduler,
-                             SequenceOutput* out, SeqResult* result) {
+void OutputProcessor::Sample(Sequence& s, std::span<float> logits, std::span<const int32_t> history,
+                             const Scheduler& scheduler, SequenceOutput* out, SeqResult* result) {
   const int32_t tok = s.sampler.Sample(logits, history);
   if (tok < 0) {
     Finish(s, FinishReason::kError, scheduler, out);

@@ -253,8 +253,7 @@ void Scheduler::MakeRoomForHigherPriority(double now_s, SchedulerOutput& out) {
     slots += s->num_seats;
     blocks += BlocksFor(chunk);
     tokens += chunk;
-    while (RunningSeats() + slots > opts_.max_concurrent_sequences ||
-           pool_->num_free() < blocks) {
+    while (RunningSeats() + slots > opts_.max_concurrent_sequences || pool_->num_free() < blocks) {
       SeqState* victim = PickVictim(*s, now_s, none, /*lower_priority_only=*/true);
       if (!victim) return;
       Preempt(*victim, out);

@@ -186,29 +186,38 @@ TEST(HttpAdmission, BodyBudgetRefusesWhatDoesNotFit) {
     res->Send(200, {}, "ok");
   });
   ASSERT_TRUE(server);
-  const std::string head256k =
-      "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: " + std::to_string(256 << 10) +
+  const std::string head224k =
+      "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: " + std::to_string(224 << 10) +
       "\r\n\r\n";
-  // Two stalled uploads of 256 KiB fill the budget before a byte of their bodies arrived.
+  // Two stalled uploads of 224 KiB fill the share of large bodies (all but the last eighth,
+  // kept for small ones) before a byte of their bodies arrived.
   Client a(server->port()), b(server->port());
-  ASSERT_TRUE(a.Send(head256k + "x"));
-  ASSERT_TRUE(b.Send(head256k));
-  ASSERT_TRUE(WaitUntil([&] { return server->inflight_body_bytes() == (512u << 10); }));
+  ASSERT_TRUE(a.Send(head224k + "x"));
+  ASSERT_TRUE(b.Send(head224k));
+  ASSERT_TRUE(WaitUntil([&] { return server->inflight_body_bytes() == (448u << 10); }));
   {
     Client c(server->port());
-    ASSERT_TRUE(c.Send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n"));
+    ASSERT_TRUE(c.Send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: " +
+                       std::to_string(100 << 10) + "\r\n\r\n"));
     auto r = c.Read(5s);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 503);
     EXPECT_EQ(r->Header("Retry-After"), "1");
     EXPECT_TRUE(c.WaitClosed());
   }
-  {  // chunked: refused as the buffer grows
+  {  // a small body still gets in: the reserve
+    Client c(server->port());
+    ASSERT_TRUE(c.Send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n0123456789"));
+    auto r = c.Read(5s);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+  }
+  {  // chunked: refused as the buffer grows past a small body
     Client c(server->port());
     ASSERT_TRUE(
         c.Send("POST /upload HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
-               "400\r\n" +
-               std::string(1024, 'c') + "\r\n"));
+               "11800\r\n" +
+               std::string(0x11800, 'c') + "\r\n"));
     auto r = c.Read(5s);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 503);
@@ -222,7 +231,7 @@ TEST(HttpAdmission, BodyBudgetRefusesWhatDoesNotFit) {
   }
   // A stalled upload that goes away gives its share back.
   a.Close();
-  ASSERT_TRUE(WaitUntil([&] { return server->inflight_body_bytes() == (256u << 10); }));
+  ASSERT_TRUE(WaitUntil([&] { return server->inflight_body_bytes() == (224u << 10); }));
   // A body handed to the handler stays counted while the handler holds the Request.
   Client k(server->port());
   ASSERT_TRUE(k.Send("POST /keep HTTP/1.1\r\nHost: a\r\nContent-Length: " +
@@ -230,17 +239,17 @@ TEST(HttpAdmission, BodyBudgetRefusesWhatDoesNotFit) {
   auto r = k.Read();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
-  EXPECT_EQ(server->inflight_body_bytes(), (456u << 10));
+  EXPECT_EQ(server->inflight_body_bytes(), (424u << 10));
   {
     std::lock_guard lock(mu);
     ASSERT_EQ(kept.size(), 1u);
     EXPECT_EQ(kept[0].body.size(), 200u << 10);
     Request copy = kept[0];  // copies share the lease
     kept.clear();
-    EXPECT_EQ(server->inflight_body_bytes(), (456u << 10));
+    EXPECT_EQ(server->inflight_body_bytes(), (424u << 10));
     copy.ReleaseBody();
   }
-  EXPECT_EQ(server->inflight_body_bytes(), (256u << 10));
+  EXPECT_EQ(server->inflight_body_bytes(), (224u << 10));
   b.Close();
   EXPECT_TRUE(WaitUntil([&] { return server->inflight_body_bytes() == 0; }));
 }

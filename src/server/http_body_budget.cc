@@ -2,15 +2,18 @@
 
 namespace brisk::http::internal {
 
-bool BodyBudget::TryAcquire(size_t n) {
+bool BodyBudget::TryAcquire(size_t n, bool large) {
   if (n == 0) return true;
   if (limit_ == 0) {
     used_.fetch_add(n, std::memory_order_relaxed);
     return true;
   }
+  const size_t cap = large ? limit_ - reserve_ : limit_;
   size_t cur = used_.load(std::memory_order_relaxed);
   do {
-    if (n > limit_ || cur > limit_ - n) return false;
+    const bool fits = n <= cap && cur <= cap - n;
+    const bool alone = large && cur == 0 && n <= limit_;  // one largest body, idle budget
+    if (!fits && !alone) return false;
   } while (!used_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
   return true;
 }
@@ -21,7 +24,7 @@ void BodyBudget::Release(size_t n) {
 
 bool BodyLease::GrowTo(size_t total) {
   if (total <= bytes_) return true;
-  if (!budget_->TryAcquire(total - bytes_)) return false;
+  if (!budget_->TryAcquire(total - bytes_, total > kSmallBodyBytes)) return false;
   bytes_ = total;
   return true;
 }

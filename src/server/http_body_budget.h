@@ -14,12 +14,19 @@
 
 namespace brisk::http::internal {
 
+// Fairness: the last eighth of the budget is kept for small bodies (a lease of at most
+// kSmallBodyBytes: ordinary chat requests), so stalled large uploads cannot fill the whole
+// budget and refuse everyone else's requests. A large body still fits an otherwise idle
+// budget, so one largest body always gets through.
+inline constexpr size_t kSmallBodyBytes = 64 << 10;
+
 class BodyBudget {
  public:
-  explicit BodyBudget(size_t limit) : limit_(limit) {}  // 0: unlimited
+  explicit BodyBudget(size_t limit) : limit_(limit), reserve_(limit / 8) {}  // 0: unlimited
 
-  // Takes n bytes if they fit; false (and nothing taken) otherwise.
-  bool TryAcquire(size_t n);
+  // Takes n bytes if they fit; false (and nothing taken) otherwise. `large`: the lease
+  // grows past kSmallBodyBytes, so the small-body reserve is not for it.
+  bool TryAcquire(size_t n, bool large = false);
   void Release(size_t n);
 
   size_t used() const { return used_.load(std::memory_order_relaxed); }
@@ -27,6 +34,7 @@ class BodyBudget {
 
  private:
   const size_t limit_;
+  const size_t reserve_;
   std::atomic<size_t> used_{0};
 };
 

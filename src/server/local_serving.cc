@@ -42,7 +42,8 @@ Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfi
   auto renderer = PromptRenderer::FromGguf(model.file(), tokenizer);
   if (!renderer.ok()) return renderer.status();
   s->renderer_ = std::move(*renderer);
-  s->engine_ = std::make_unique<Engine>(model, tokenizer, EngineOptionsFromConfig(config, n_threads));
+  s->engine_ =
+      std::make_unique<Engine>(model, tokenizer, EngineOptionsFromConfig(config, n_threads));
   s->loop_ = std::make_unique<EngineLoop>(*s->engine_);
   auto server = OpenAiServer::Start(config, *s->loop_, *s->renderer_, std::move(model_id),
                                     std::move(*access_log));

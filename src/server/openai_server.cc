@@ -177,8 +177,9 @@ Expected<std::unique_ptr<OpenAiServer>> OpenAiServer::Start(const InferenceConfi
     return early;
   };
   if (config.keys.empty() && IsWildcardHost(config.server.host))
-    log::Warn("listening on all interfaces with authentication off (no keys:): anyone who "
-              "reaches this port can generate");
+    log::Warn(
+        "listening on all interfaces with authentication off (no keys:): anyone who "
+        "reaches this port can generate");
   auto http =
       http::Server::Start(ho, [self](http::Request&& req, std::shared_ptr<http::Responder> res) {
         self->Handle(std::move(req), std::move(res));
@@ -213,8 +214,8 @@ void OpenAiServer::Handle(http::Request&& req, std::shared_ptr<http::Responder> 
     for (const std::string& m : SplitMethods(r.methods))
       if (m == req.method) return (this->*r.handler)(std::move(req), std::move(res));
   }
-  SendError(*res, MakeApiError(404, "invalid_request_error", "Unknown path " + req.path,
-                               "not_found"));
+  SendError(*res,
+            MakeApiError(404, "invalid_request_error", "Unknown path " + req.path, "not_found"));
 }
 
 void OpenAiServer::Health(http::Request&&, std::shared_ptr<http::Responder> res) {
@@ -257,8 +258,9 @@ void OpenAiServer::Generate(int endpoint, http::Request&& req,
     return Reject(MakeApiError(503, "server_error", "The server is shutting down", "draining"),
                   "error", *res);
   auto strand = executors_->NewStrand(req.body.size());
-  net::post(strand, [this, endpoint, req = std::move(req), res = std::move(res), arrival,
-                     strand]() mutable { RunGeneration(endpoint, req, std::move(res), arrival, strand); });
+  net::post(strand,
+            [this, endpoint, req = std::move(req), res = std::move(res), arrival,
+             strand]() mutable { RunGeneration(endpoint, req, std::move(res), arrival, strand); });
 }
 
 void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
@@ -297,12 +299,12 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
   head->remote = req.remote;
   head->headers = req.headers;
   std::string id = o.id;
-  auto stream = std::make_shared<ResponseStream>(
-      std::move(o), res, *metrics_, engine_,
-      [this, head, endpoint, id, pr](const ResponseSummary& s) {
-        --active_;
-        LogAccess(*head, endpoint, id, pr.get(), s);
-      });
+  auto stream =
+      std::make_shared<ResponseStream>(std::move(o), res, *metrics_, engine_,
+                                       [this, head, endpoint, id, pr](const ResponseSummary& s) {
+                                         --active_;
+                                         LogAccess(*head, endpoint, id, pr.get(), s);
+                                       });
 
   for (size_t i = 0; i < pr->prompts.size(); ++i) {
     const int prompt_index = static_cast<int>(i);

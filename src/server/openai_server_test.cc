@@ -40,8 +40,8 @@ class ScriptedEngine final : public EngineClient {
   // finishes with `reason`.
   std::vector<std::string> pieces = {"Hel", "lo"};
   FinishReason reason = FinishReason::kStop;
-  bool hold = false;          // keep requests open until cancelled
-  bool queue_full = false;    // Submit answers ResourceExhausted
+  bool hold = false;        // keep requests open until cancelled
+  bool queue_full = false;  // Submit answers ResourceExhausted
   double retry_after_s = 7;
   EngineLoad load;
 
@@ -192,8 +192,8 @@ class OpenAiServerTest : public ::testing::Test {
     net::io_context ioc;
     net::ip::tcp::socket sock(ioc);
     sock.connect({net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(server_->port())});
-    bhttp::request<bhttp::string_body> req{
-        method == "POST" ? bhttp::verb::post : bhttp::verb::get, target, 11};
+    bhttp::request<bhttp::string_body> req{method == "POST" ? bhttp::verb::post : bhttp::verb::get,
+                                           target, 11};
     req.set(bhttp::field::host, "127.0.0.1");
     if (!bearer.empty()) req.set(bhttp::field::authorization, "Bearer " + bearer);
     if (!body.empty()) {
@@ -366,7 +366,8 @@ TEST_F(OpenAiServerTest, BadBodyNeverReachesTheEngine) {
   StartServer();
   Reply r = Call("POST", "/v1/chat/completions", R"({"model":"scripted-model","messages":7})");
   EXPECT_EQ(r.status, 400) << r.body;
-  r = Call("POST", "/v1/chat/completions", R"({"model":"other","messages":[{"role":"user","content":"x"}]})");
+  r = Call("POST", "/v1/chat/completions",
+           R"({"model":"other","messages":[{"role":"user","content":"x"}]})");
   EXPECT_EQ(r.status, 404) << r.body;
   EXPECT_TRUE(engine_.submitted().empty());
   EXPECT_EQ(Call("GET", "/health").status, 200);

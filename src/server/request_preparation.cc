@@ -176,8 +176,8 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
   if (auto* e = std::get_if<api::ApiError>(&timeout_s)) return *e;
   // Every prompt x sample is a sequence that waits in the queue of its
   // priority: a request that can never be admitted whole is a 400, not a 429.
-  const int64_t sequences =
-      int64_t{ar.n} * static_cast<int64_t>(std::max<size_t>(1, ar.prompts.size() + ar.prompt_tokens.size()));
+  const int64_t sequences = int64_t{ar.n} * static_cast<int64_t>(std::max<size_t>(
+                                                1, ar.prompts.size() + ar.prompt_tokens.size()));
   const int queue_cap = std::get<Priority>(priority) == Priority::kBatch
                             ? config.limits.max_queue_batch
                             : config.limits.max_queue_interactive;

@@ -87,8 +87,7 @@ TEST_F(RequestPreparationTest, ChatBecomesOneEngineRequest) {
 TEST_F(RequestPreparationTest, KeysMapToTenantAndFeature) {
   config_.keys = {{"k1", "acme", "search"}, {"k2", "beta", ""}};
   EXPECT_EQ(Err(Prepare(Post(kChat))).http_status, 401);
-  EXPECT_EQ(Err(Prepare(Post(kChat, {{"Authorization", "Bearer nope"}}))).code,
-            "invalid_api_key");
+  EXPECT_EQ(Err(Prepare(Post(kChat, {{"Authorization", "Bearer nope"}}))).code, "invalid_api_key");
   const auto a = Prepare(Post(kChat, {{"Authorization", "Bearer k1"}, {"X-Feature", "x"}}));
   EXPECT_EQ(Ok(a).tenant, "acme");
   EXPECT_EQ(Ok(a).feature, "search");  // the key's tag wins over the header
@@ -112,9 +111,9 @@ TEST_F(RequestPreparationTest, ServerLimits) {
   EXPECT_EQ(Err(Prepare(Post(body(R"("stop":["a","b"])")))).param, "stop");
   config_.response.streaming = false;
   EXPECT_EQ(Err(Prepare(Post(body(R"("stream":true)")))).code, "unsupported");
-  EXPECT_EQ(Err(Prepare(Post(R"({"model":"x","messages":[{"role":"user","content":"a"}]})")))
-                .http_status,
-            404);
+  EXPECT_EQ(
+      Err(Prepare(Post(R"({"model":"x","messages":[{"role":"user","content":"a"}]})"))).http_status,
+      404);
 }
 
 TEST_F(RequestPreparationTest, PromptsAndSamplesAreCapped) {

@@ -94,9 +94,8 @@ void ResponseStream::Fail(const SequenceOutput& out, const Status& error) {
   CancelEngineRequests();
   ResponseSummary s;
   s.outcome = "error";
-  api::ApiError e = MakeApiError(500, "server_error",
-                                 error.ok() ? "generation failed" : error.message(),
-                                 "internal_error");
+  api::ApiError e = MakeApiError(
+      500, "server_error", error.ok() ? "generation failed" : error.message(), "internal_error");
   http::Headers extra;
   if (error.code() == StatusCode::kResourceExhausted) {
     s.outcome = "rejected";
@@ -139,8 +138,8 @@ void ResponseStream::StreamOutput(int index, const SequenceOutput& out) {
                               out.text, std::nullopt));
   }
   if (out.finished)
-    res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, std::nullopt,
-                              "", FinishName(out.reason)));
+    res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, std::nullopt, "",
+                              FinishName(out.reason)));
 }
 
 void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out, const Status& error) {
@@ -148,8 +147,8 @@ void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out, const
   const auto now = Clock::now();
   const int index = prompt_index * opts_.n + out.index;
   if (index < 0 || index >= static_cast<int>(choices_.size())) return;
-  if (!error.ok() || out.reason == FinishReason::kError ||
-      out.reason == FinishReason::kCancelled || out.reason == FinishReason::kDeadline)
+  if (!error.ok() || out.reason == FinishReason::kError || out.reason == FinishReason::kCancelled ||
+      out.reason == FinishReason::kDeadline)
     return Fail(out, error);
 
   if (!out.new_tokens.empty()) {

@@ -15,14 +15,14 @@ ServerMetrics::ServerMetrics(metrics::Registry& r) {
                        "Arrival to the last token (finished requests).", lat);
   queue = r.GetHistogram("brisk:request_queue_time_seconds",
                          "Arrival to first scheduled by the engine.", lat);
-  prefill = r.GetHistogram("brisk:request_prefill_time_seconds", "First scheduled to first token.",
-                           lat);
+  prefill =
+      r.GetHistogram("brisk:request_prefill_time_seconds", "First scheduled to first token.", lat);
   decode = r.GetHistogram("brisk:request_decode_time_seconds", "First token to last token.", lat);
   step = r.GetHistogram("brisk:engine_step_seconds", "Duration of one engine forward step.", tok);
   step_tokens_prefill = r.GetCounter("brisk:scheduled_prefill_tokens_total",
                                      "Prompt tokens computed by engine steps.");
-  step_tokens_decode =
-      r.GetCounter("brisk:scheduled_decode_tokens_total", "Decode tokens computed by engine steps.");
+  step_tokens_decode = r.GetCounter("brisk:scheduled_decode_tokens_total",
+                                    "Decode tokens computed by engine steps.");
   step_time_prefill = r.GetCounter("brisk:engine_step_prefill_seconds_total",
                                    "Step time attributed to prefill tokens (by token share).");
   step_time_decode = r.GetCounter("brisk:engine_step_decode_seconds_total",

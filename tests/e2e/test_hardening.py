@@ -119,7 +119,7 @@ def test_chunked_framing_counts_toward_the_body_limit(make_server):
 
 def test_stalled_uploads_stay_within_the_body_budget(server):
     """Many nearly complete 4 MiB uploads that never finish: the server-wide
-    budget (256 MiB by default) answers 503 + Retry-After beyond it, and RSS
+    budget (192 MiB by default) answers 503 + Retry-After beyond it, and RSS
     stays under budget + slack instead of growing by N x 4 MiB."""
     n = 100  # 400 MiB announced
     length = 4 * MiB
