@@ -255,7 +255,7 @@ def test_n_never_takes_running_over_the_cap(make_server):
         assert all(r == ["length", "length"] for r in reasons), reasons
     finally:
         peak = running.stop()
-    assert running.samples >= 10, running.samples
+    assert running.samples >= 3, running.samples  # the sampler saw the run
     print(f"two n=8 requests: {[s for s, _ in results]}; "
           f"max running sequences {peak:g} over {running.samples} samples")
     assert 1 <= peak <= 2, f"{peak:g} sequences ran with max_concurrent_sequences 2"
