@@ -351,13 +351,13 @@ TEST(JinjaUtf8Test, AppendRoundTrips) {
   for (uint32_t cp : {0x41u, 0x7Fu, 0x80u, 0xE9u, 0x7FFu, 0x800u, 0x20ACu, 0xFFFFu, 0x10000u,
                       0x1F600u, 0x10FFFFu}) {
     std::string s;
-    Utf8Append(cp, &s);
+    AppendUtf8(cp, &s);
     size_t len = 0;
     EXPECT_EQ(Utf8Decode(s, 0, &len), cp);
     EXPECT_EQ(len, s.size());
   }
   std::string s;
-  Utf8Append(0x1F600, &s);
+  AppendUtf8(0x1F600, &s);
   EXPECT_EQ(s, "\xF0\x9F\x98\x80");
 }
 

@@ -365,7 +365,7 @@ class Lexer {
           }
           if (cp > 0x10FFFF) return Error(p - 2, "escape out of Unicode range");
           p += n;
-          Utf8Append(cp, &out);
+          AppendUtf8(cp, &out);
           break;
         }
         default:
@@ -374,7 +374,7 @@ class Lexer {
             for (int i = 0; i < 2 && p < src_.size() && src_[p] >= '0' && src_[p] <= '7'; ++i) {
               cp = cp * 8 + (src_[p++] - '0');
             }
-            Utf8Append(cp, &out);
+            AppendUtf8(cp, &out);
           } else {
             out.push_back('\\');  // unknown escapes stay as written
             out.push_back(e);

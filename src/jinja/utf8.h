@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/utf8.h"  // AppendUtf8
+
 namespace brisk::jinja {
 
 // Number of code points in `s` (Python len(str)).
@@ -20,9 +22,7 @@ std::vector<size_t> Utf8Offsets(std::string_view s);
 // Decodes the code point at s[i] and its byte length; an invalid byte
 // decodes alone, as U+FFFD.
 uint32_t Utf8Decode(std::string_view s, size_t i, size_t* len);
-// Appends the UTF-8 encoding of `cp` (assumed <= 0x10FFFF; surrogates are
-// encoded as three bytes, as Python's unicode-escape produces them).
-void Utf8Append(uint32_t cp, std::string* out);
+
 // Python str.isspace() for one code point.
 bool IsPyWhitespace(uint32_t cp);
 // Python str.strip()/lstrip()/rstrip() with no argument (Unicode whitespace),

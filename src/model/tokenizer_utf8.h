@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/utf8.h"  // AppendUtf8
+
 namespace brisk {
 
 enum class Utf8Check {
@@ -20,9 +22,6 @@ enum class Utf8Check {
 // maximal subparts"), so replacing each one with U+FFFD matches what browsers
 // and Python's errors="replace" do.
 Utf8Check CheckUtf8(std::string_view s, size_t* len);
-
-// Appends the UTF-8 encoding of `cp` (assumed <= 0x10FFFF).
-void AppendUtf8(uint32_t cp, std::string* out);
 
 // Decodes one code point from a valid sequence of `len` bytes.
 uint32_t DecodeUtf8(std::string_view s, size_t len);
