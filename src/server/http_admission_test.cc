@@ -340,6 +340,13 @@ TEST(HttpAdmission, ConnectionCapFollowsTheFileLimit) {
 // Accept failing with EMFILE still answers 503 (a spare descriptor is given up for it)
 // instead of leaving the client in the backlog.
 TEST(HttpAdmission, OutOfDescriptorsIsAnswered503) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizer runtime opens a pipe to check that memory is readable (UBSan's
+  // vptr check does this on a type-cache miss); with every descriptor taken it
+  // cannot, and reports a valid object as having an invalid vptr. This test
+  // runs in the normal build.
+  GTEST_SKIP() << "descriptor exhaustion breaks the sanitizer runtime's own checks";
+#endif
   auto server = MustStart({}, Echo());
   ASSERT_TRUE(server);
   Client ok(server->port());
