@@ -77,6 +77,12 @@ Status Engine::Validate(const GenerationRequest& r) const {
   for (int32_t t : r.stop_token_ids)
     if (t < 0 || t >= model_.config().vocab)
       return InvalidArgument("stop token id {} out of range", t);
+  for (const auto& [t, bias] : r.sampling.logit_bias)
+    if (t >= model_.config().vocab)
+      return InvalidArgument("logit_bias token id {} out of range", t);
+  if (r.min_tokens < 0 || r.min_tokens > r.max_tokens)
+    return InvalidArgument("min_tokens must be in 0..max_tokens ({}), got {}", r.max_tokens,
+                           r.min_tokens);
 
   return Status::Ok();
 }

@@ -27,6 +27,16 @@ struct GenerationRequest {
   std::vector<std::string> stop;        // stop strings
   std::vector<int32_t> stop_token_ids;  // extra tokens that end generation (not emitted)
   bool ignore_eos = false;
+  // Until a sample has generated this many tokens, end-of-generation and
+  // stop tokens are masked out of sampling and stop strings do not match
+  // (vLLM's min_tokens). 0..max_tokens.
+  int min_tokens = 0;
+  // On a stop string, the text keeps the stop string; on a stop token or an
+  // end-of-generation token, the token's text (empty for control tokens
+  // unless skip_special_tokens is false). vLLM's include_stop_str_in_output.
+  bool include_stop_str_in_output = false;
+  // Control tokens (<|im_end|>) produce no text; false renders their text.
+  bool skip_special_tokens = true;
   Priority priority = Priority::kInteractive;
   std::optional<Clock::time_point> arrival;   // default: when the engine takes it
   std::optional<Clock::time_point> deadline;  // generation ends with kDeadline after it

@@ -1,6 +1,7 @@
 #include "engine/output_processor.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace brisk {
 
@@ -13,10 +14,13 @@ struct OutputProcessor::Sequence {
         index(index_),
         n_prompt(static_cast<int32_t>(r.prompt.size())),
         max_tokens(r.max_tokens),
+        min_tokens(r.min_tokens),
         ignore_eos(r.ignore_eos),
+        include_stop_str(r.include_stop_str_in_output),
+        skip_special(r.skip_special_tokens),
         params(r.sampling),
         sampler(r.sampling, 0x5eed0000ull + seq_id_),
-        detok(tok),
+        detok(tok, r.skip_special_tokens),
         stop_strings(r.stop),
         stop(r.stop),
         stop_token_ids(r.stop_token_ids) {}
@@ -32,6 +36,9 @@ struct OutputProcessor::Sequence {
     proto.stop = stop_strings;
     proto.stop_token_ids = stop_token_ids;
     proto.ignore_eos = ignore_eos;
+    proto.min_tokens = min_tokens;
+    proto.include_stop_str_in_output = include_stop_str;
+    proto.skip_special_tokens = skip_special;
     auto child = std::make_unique<Sequence>(child_id, request_id, k, proto, tok);
     child->n_prompt = n_prompt;
     return child;
@@ -50,7 +57,10 @@ struct OutputProcessor::Sequence {
   int32_t n_prompt;
   int32_t n_generated = 0;
   int max_tokens;
+  int min_tokens;
   bool ignore_eos;
+  bool include_stop_str;
+  bool skip_special;
   int pending_forks = 0;  // n - 1 until the first token is sampled
   SamplingParams params;
   Sampler sampler;
@@ -64,7 +74,10 @@ struct OutputProcessor::Sequence {
 };
 
 OutputProcessor::OutputProcessor(const Tokenizer& tokenizer, int64_t context_limit)
-    : tokenizer_(tokenizer), context_limit_(context_limit) {}
+    : tokenizer_(tokenizer), context_limit_(context_limit) {
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id)
+    if (tokenizer.IsEog(id)) eog_ids_.push_back(id);
+}
 
 OutputProcessor::~OutputProcessor() = default;
 
@@ -145,8 +158,33 @@ void OutputProcessor::FinishSequence(int64_t seq_id, FinishReason reason,
   FinishUnforked(*s->second, reason, outputs);
 }
 
+void OutputProcessor::SuppressStops(const Sequence& s, std::span<float> logits) const {
+  const auto ban = [&](int32_t id) {
+    if (id >= 0 && static_cast<size_t>(id) < logits.size())
+      logits[id] = -std::numeric_limits<float>::infinity();
+  };
+  if (!s.ignore_eos)
+    for (int32_t id : eog_ids_) ban(id);
+  for (int32_t id : s.stop_token_ids) ban(id);
+}
+
+bool OutputProcessor::PushText(Sequence& s, int32_t tok, SequenceOutput* out) {
+  std::string piece = s.detok.Push(tok);
+  // Before min_tokens, stop strings do not match: the text goes out as is
+  // (nothing is held back in the matcher yet).
+  if (s.n_generated < s.min_tokens) {
+    out->text += piece;
+    return false;
+  }
+  auto r = s.stop.Push(piece);
+  out->text += r.emit;
+  if (r.stopped && s.include_stop_str) out->text += s.stop_strings[s.stop.matched_index()];
+  return r.stopped;
+}
+
 void OutputProcessor::Sample(Sequence& s, std::span<float> logits, std::span<const int32_t> history,
                              const Scheduler& scheduler, SequenceOutput* out, SeqResult* result) {
+  if (s.n_generated < s.min_tokens) SuppressStops(s, logits);
   const int32_t tok = s.sampler.Sample(logits, history);
   if (tok < 0) {
     Finish(s, FinishReason::kError, scheduler, out);
@@ -159,16 +197,15 @@ void OutputProcessor::Sample(Sequence& s, std::span<float> logits, std::span<con
   const bool stop_token =
       std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), tok) != s.stop_token_ids.end();
   if (stop_token || (!s.ignore_eos && tokenizer_.IsEog(tok))) {
+    // The stop token's own text only on request (control tokens render only
+    // without skip_special_tokens).
+    if (s.include_stop_str) PushText(s, tok, out);
     Finish(s, FinishReason::kStop, scheduler, out);
-  } else {
-    auto r = s.stop.Push(s.detok.Push(tok));
-    out->text = std::move(r.emit);
-    if (r.stopped) {
-      Finish(s, FinishReason::kStop, scheduler, out);
-    } else if (s.n_generated >= s.max_tokens ||
-               static_cast<int64_t>(history.size()) + 1 >= context_limit_) {
-      Finish(s, FinishReason::kLength, scheduler, out);
-    }
+  } else if (PushText(s, tok, out)) {
+    Finish(s, FinishReason::kStop, scheduler, out);
+  } else if (s.n_generated >= s.max_tokens ||
+             static_cast<int64_t>(history.size()) + 1 >= context_limit_) {
+    Finish(s, FinishReason::kLength, scheduler, out);
   }
   result->finished = s.finished;
 }

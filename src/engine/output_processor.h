@@ -7,6 +7,12 @@
 // and every way a sample can end (stop, length, cancel, deadline, error) goes
 // through Finish(), which flushes held-back text and fills usage.
 //
+// Request options (GenerationRequest): before min_tokens, end-of-generation
+// and stop tokens are masked to -inf ahead of the sampler and stop strings
+// are not matched; include_stop_str_in_output keeps a matched stop string
+// (or a stop token's text) in the output; skip_special_tokens = false lets
+// control tokens produce their text.
+//
 // n > 1: a request starts as one sequence; when its prompt is computed, the
 // other n - 1 samples Fork() from it (same prompt KV blocks, their own
 // sampler seeded apart) and each draws its first token from the same logits.
@@ -71,6 +77,12 @@ class OutputProcessor {
   void FinishUnforked(Sequence& s, FinishReason reason, std::vector<SequenceOutput>* outputs);
   void Sample(Sequence& s, std::span<float> logits, std::span<const int32_t> history,
               const Scheduler& scheduler, SequenceOutput* out, SeqResult* result);
+  // Before min_tokens: end-of-generation (unless ignore_eos) and stop
+  // tokens get -inf logits.
+  void SuppressStops(const Sequence& s, std::span<float> logits) const;
+  // Detokenizes `tok` into out->text through the stop strings (from
+  // min_tokens on); true when a stop string matched.
+  bool PushText(Sequence& s, int32_t tok, SequenceOutput* out);
   void MarkFinished(Sequence& s);
 
   const Tokenizer& tokenizer_;
@@ -79,6 +91,7 @@ class OutputProcessor {
   std::unordered_map<int64_t, std::vector<int64_t>> request_seqs_;
   std::vector<int64_t> finished_;
   std::vector<float> fork_logits_;
+  std::vector<int32_t> eog_ids_;  // the tokenizer's end-of-generation tokens
 };
 
 }  // namespace brisk

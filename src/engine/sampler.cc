@@ -94,6 +94,11 @@ Status SamplingParams::Validate() const {
   if (penalty_window < 0)
     return InvalidArgument("penalty_window must be >= 0 (0 = whole history), got {}",
                            penalty_window);
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return InvalidArgument("logit_bias token id must be >= 0, got {}", id);
+    if (!InClosed(bias, -100.0f, 100.0f))
+      return InvalidArgument("logit_bias for token {} must be in [-100, 100], got {}", id, bias);
+  }
   return Status::Ok();
 }
 
@@ -112,6 +117,8 @@ void Sampler::ApplyMaskAndPenalties(std::span<float> logits, std::span<const int
     for (size_t i = 0; i < n; ++i)
       if (!mask_[i]) logits[i] = kNegInf;
   }
+  for (const auto& [id, bias] : params_.logit_bias)
+    if (id >= 0 && static_cast<size_t>(id) < vocab) logits[id] += bias;  // -inf stays -inf
   if (!params_.has_penalties() || history.empty()) return;
 
   // Count occurrences by sorting a copy of the window: O(w log w) with w

@@ -2,7 +2,8 @@
 // (nucleus), min-p, then a draw from the sequence's own RNG.
 //
 // Order of operations (as in vLLM / OpenAI semantics):
-//   mask -> penalties -> [greedy: argmax] -> temperature -> top-k -> top-p -> min-p -> draw
+//   mask -> logit_bias -> penalties -> [greedy: argmax] -> temperature
+//     -> top-k -> top-p -> min-p -> draw
 // Each sequence owns one Sampler; the same seed and the same logits give the
 // same tokens on every platform (the RNG and the uniform draw are fully
 // specified, no std::*_distribution).
@@ -44,6 +45,12 @@ struct SamplingParams {
   int penalty_window = 64;
   // Per-request seed; unset = the engine's default seed for this sequence.
   std::optional<uint64_t> seed;
+  // OpenAI's logit_bias: (token id, bias) pairs added to the logits after
+  // the mask and before the penalties; -100 effectively bans a token, +100
+  // effectively forces it. Ids >= 0, biases finite in [-100, 100]; an id the
+  // vocabulary does not have is ignored here (the engine and the server
+  // reject it before it gets here). At most one entry per id.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   bool greedy() const { return temperature == 0.0f || top_k == 1; }
   bool has_penalties() const {

@@ -323,7 +323,8 @@ Expected<std::unique_ptr<PromptRenderer>> PromptRenderer::FromGguf(const GgufFil
   return std::make_unique<PromptRenderer>(tokenizer, std::move(tmpl));
 }
 
-Expected<RenderedPrompt> PromptRenderer::RenderChat(const OrderedJson& messages) const {
+Expected<RenderedPrompt> PromptRenderer::RenderChat(const OrderedJson& messages,
+                                                    bool add_generation_prompt) const {
   if (!tmpl_) {
     return InvalidArgument(
         "this model has no chat template (tokenizer.chat_template); "
@@ -338,7 +339,7 @@ Expected<RenderedPrompt> PromptRenderer::RenderChat(const OrderedJson& messages)
     ctx["messages"] = std::move(msgs);
     ctx["tools"] = nullptr;
     ctx["documents"] = nullptr;
-    ctx["add_generation_prompt"] = true;
+    ctx["add_generation_prompt"] = add_generation_prompt;
     ctx["bos_token"] = bos_text_;
     ctx["eos_token"] = eos_text_;
     auto text = tmpl_->RenderJson(ctx);

@@ -91,7 +91,10 @@ class PromptRenderer {
   // Errors: InvalidArgument (no template; the template raised, with its
   // message, or failed; message strings that are not UTF-8; a template that
   // cut a protected string apart), ResourceExhausted (template limits).
-  Expected<RenderedPrompt> RenderChat(const nlohmann::ordered_json& messages) const;
+  // add_generation_prompt = false renders the conversation without the
+  // assistant turn's opening (for counting tokens: /tokenize).
+  Expected<RenderedPrompt> RenderChat(const nlohmann::ordered_json& messages,
+                                      bool add_generation_prompt = true) const;
 
   // RenderChat, then tokenize: special tokens written by the template are
   // control tokens, every string from the messages is plain text. BOS/EOS

@@ -31,6 +31,8 @@ using config_yaml::Trim;
 constexpr std::string_view kPrecisions[] = {"native", "f32",  "f16",  "bf16", "q8_0",
                                             "q4_0",   "int8", "int4", "fp8"};
 
+constexpr std::string_view kUnknownFieldModes[] = {"reject", "ignore"};
+
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
 constexpr int64_t kMaxConfigFileBytes = int64_t{16} << 20;
 
@@ -87,6 +89,7 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"max_connections", r.Int(&v.max_connections, 1, 1000000)},
            {"drain_grace_s", r.Seconds(&v.drain_grace_s, false, kDay)},
            {"metrics_require_key", r.Bool(&v.metrics_require_key)},
+           {"unknown_request_fields", r.OneOf(&v.unknown_request_fields, kUnknownFieldModes)},
        }},
       {"limits",
        {

@@ -64,6 +64,10 @@ struct InferenceConfig {
     int max_connections = 10000;
     double drain_grace_s = 30;  // on shutdown, in-flight requests get this long
     bool metrics_require_key = false;  // /metrics answers only with an API key (when keys exist)
+    // Request bodies with keys the API does not know: "reject" (a 400, as
+    // OpenAI) or "ignore" (skipped, listed in the x-brisk-ignored-fields
+    // response header and counted in brisk:ignored_request_fields_total).
+    std::string unknown_request_fields = "reject";
     bool operator==(const Server&) const = default;
   } server;
   struct Limits {

@@ -107,6 +107,7 @@ server:
   max_connections: 100
   drain_grace_s: 0
   metrics_require_key: true
+  unknown_request_fields: ignore
 limits:
   max_tokens: 8192
   default_max_tokens: 8192
@@ -147,6 +148,7 @@ keys:
   EXPECT_EQ(c.server.max_connections, 100);
   EXPECT_EQ(c.server.drain_grace_s, 0);
   EXPECT_TRUE(c.server.metrics_require_key);
+  EXPECT_EQ(c.server.unknown_request_fields, "ignore");
   EXPECT_EQ(c.limits.max_tokens, 8192);
   EXPECT_EQ(c.limits.default_max_tokens, 8192);
   EXPECT_EQ(c.limits.max_n, 1);
@@ -177,7 +179,7 @@ TEST(ConfigTest, UnknownKey) {
   EXPECT_EQ(ErrorOf("server:\n  host: x\n  colour: blue\n"),
             "inference.yaml:3: unknown key 'colour' in 'server' (allowed: host, port, "
             "http_threads, max_body_bytes, request_timeout_s, idle_timeout_s, max_connections, "
-            "drain_grace_s, metrics_require_key)");
+            "drain_grace_s, metrics_require_key, unknown_request_fields)");
   EXPECT_EQ(ErrorOf("modle: {}\n"),
             "inference.yaml:1: unknown top-level key 'modle' (allowed: model, scheduler, cache, "
             "response, server, limits, logging, keys); did you mean 'model'?");
@@ -233,6 +235,18 @@ TEST(ConfigTest, Logging) {
   EXPECT_THAT(ErrorOf("logging: info\n"),
               HasSubstr("inference.yaml:1: logging: expected a map with keys level, format, "
                         "access_log, access_log_path, got 'info'"));
+}
+
+TEST(ConfigTest, UnknownRequestFieldsMode) {
+  EXPECT_EQ(Parse("").server.unknown_request_fields, "reject");
+  EXPECT_EQ(Parse("server: {unknown_request_fields: reject}\n").server.unknown_request_fields,
+            "reject");
+  EXPECT_EQ(ErrorOf("server:\n  unknown_request_fields: allow\n"),
+            "inference.yaml:2: server.unknown_request_fields: 'allow' is not one of reject, "
+            "ignore");
+  // The mode is about request bodies: unknown keys in this file stay errors.
+  EXPECT_THAT(ErrorOf("server: {unknown_request_fieldz: ignore}\n"),
+              HasSubstr("unknown key 'unknown_request_fieldz' in 'server'"));
 }
 
 TEST(ConfigTest, PrecisionMustBeKnown) {

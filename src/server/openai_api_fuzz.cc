@@ -1,7 +1,8 @@
-// libFuzzer target (BRISK_FUZZ=ON): any byte string, sent to either endpoint,
-// must parse into a request that honours every documented bound, or into a
-// 400 error; and whatever comes out must build response bodies and SSE
-// events that parse back as JSON with the right shape.
+// libFuzzer target (BRISK_FUZZ=ON): any byte string, sent to either endpoint
+// with unknown fields rejected or ignored, must parse into a request that
+// honours every documented bound, or into a 400 error; and whatever comes out
+// must build response bodies, SSE events and the ignored-fields header that
+// parse back with the right shape.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/ignored_fields.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 
@@ -42,7 +44,7 @@ void CheckError(const brisk::api::ApiError& e) {
   MustParseSse(brisk::api::SseError(e));
 }
 
-void CheckRequest(Endpoint ep, const brisk::api::ApiRequest& r) {
+void CheckRequest(Endpoint ep, bool ignore_unknown, const brisk::api::ApiRequest& r) {
   using namespace brisk::api;
   Check(r.endpoint == ep && !r.model.empty());
   Check(r.n >= 1 && r.n <= kMaxN);
@@ -50,8 +52,23 @@ void CheckRequest(Endpoint ep, const brisk::api::ApiRequest& r) {
   Check(r.stop.size() <= kMaxStop);
   for (const std::string& s : r.stop) Check(!s.empty());
   Check(r.sampling.Validate().ok());
+  Check(r.sampling.logit_bias.size() <= kMaxLogitBiasEntries);
+  for (size_t i = 1; i < r.sampling.logit_bias.size(); ++i)
+    Check(r.sampling.logit_bias[i - 1].first < r.sampling.logit_bias[i].first);
   Check(!r.include_usage || r.stream);
+  Check(!r.continuous_usage || r.include_usage);
   Check(!r.timeout_s || *r.timeout_s > 0);
+  Check(r.min_tokens >= 0 && (!r.max_tokens || r.min_tokens <= *r.max_tokens));
+  Check(r.stop_token_ids.size() <= kMaxStopTokenIds);
+  for (int32_t id : r.stop_token_ids) Check(id >= 0);
+  Check(ignore_unknown || r.ignored_fields.empty());
+  for (size_t i = 0; i < r.ignored_fields.size(); ++i) {
+    Check(r.ignored_fields[i].size() <= 67);  // "" for a key that is ""
+    for (size_t j = 0; j < i; ++j) Check(r.ignored_fields[i] != r.ignored_fields[j]);
+  }
+  const std::string header = brisk::IgnoredFieldsHeaderValue(r.ignored_fields);
+  Check(header.size() <= brisk::kMaxIgnoredFieldsHeaderBytes);
+  for (char c : header) Check(c > 0x20 && c < 0x7f);  // a safe header value
 
   // Gather the request's text as stand-in model output.
   std::vector<Choice> choices;
@@ -78,8 +95,10 @@ void CheckRequest(Endpoint ep, const brisk::api::ApiRequest& r) {
   Check(body["choices"].size() == choices.size());
   Check(body["usage"]["total_tokens"] == 7);
   for (const Choice& c : choices) {
-    Json chunk = MustParseSse(SseChunk(ep, id, r.model, 1, c.index, "assistant", c.text, "stop"));
+    Json chunk = MustParseSse(SseChunk(ep, id, r.model, 1, c.index, "assistant", c.text, "stop",
+                                       r.continuous_usage ? &u : nullptr));
     Check(chunk["choices"].size() == 1 && chunk["choices"][0]["index"] == c.index);
+    Check(chunk.contains("usage") == r.continuous_usage);
   }
   Check(MustParseSse(SseUsageChunk(ep, id, r.model, 1, u))["choices"].empty());
   Check(MustParseJson(ModelsBody({r.model}, 1))["data"].size() == 1);
@@ -90,11 +109,13 @@ void CheckRequest(Endpoint ep, const brisk::api::ApiRequest& r) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view body(reinterpret_cast<const char*>(data), size);
   for (Endpoint ep : {Endpoint::kChatCompletions, Endpoint::kCompletions}) {
-    auto r = brisk::api::ParseRequest(ep, body);
-    if (auto* e = std::get_if<brisk::api::ApiError>(&r)) {
-      CheckError(*e);
-    } else {
-      CheckRequest(ep, std::get<brisk::api::ApiRequest>(r));
+    for (bool ignore : {false, true}) {
+      auto r = brisk::api::ParseRequest(ep, body, {.ignore_unknown_fields = ignore});
+      if (auto* e = std::get_if<brisk::api::ApiError>(&r)) {
+        CheckError(*e);
+      } else {
+        CheckRequest(ep, ignore, std::get<brisk::api::ApiRequest>(r));
+      }
     }
   }
   return 0;

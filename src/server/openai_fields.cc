@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "server/strict_json.h"
@@ -44,6 +45,29 @@ ApiError Unknown(const std::string& param) {
   std::string name = Snippet(param);
   std::string message = fmt::format("Unrecognized request argument supplied: {}", name);
   return Bad(std::move(name), "unknown_parameter", std::move(message));
+}
+
+std::string IgnoredName(std::string_view param) {
+  std::string out;
+  for (size_t i = 0; i < param.size(); ++i) {
+    if (param[i] == '[') {
+      const size_t close = param.find(']', i);
+      if (close != std::string_view::npos) {
+        i = close;
+        continue;
+      }
+    }
+    out.push_back(param[i]);
+  }
+  return Snippet(out);
+}
+
+Problem UnknownKey(const std::string& param, std::vector<std::string>* ignored) {
+  if (!ignored) return Unknown(param);
+  std::string name = IgnoredName(param);
+  if (std::find(ignored->begin(), ignored->end(), name) == ignored->end())
+    ignored->push_back(std::move(name));
+  return std::nullopt;
 }
 
 const Json* Get(const Json& obj, const char* key) {
@@ -100,8 +124,11 @@ Problem ReadInt64(const Json& v, const std::string& param, int64_t* out) {
   if (v.is_number_float()) {
     const double d = v.get<double>();
     if (!std::isfinite(d) || d != std::floor(d)) return TypeError(param, "an integer", v);
-    // [-2^63, 2^63): both bounds are exact doubles.
-    if (d < -0x1p63 || d >= 0x1p63) {
+    // An integer literal outside int64 arrives here as the nearest double:
+    // -(2^63) - 1 rounds to -2^63 and 2^63 is exact, so both ends are
+    // exclusive. Integer literals inside int64 never take this path (they
+    // parse as integers), so -2^63 written as an integer is still accepted.
+    if (d <= -0x1p63 || d >= 0x1p63) {
       return Bad(
           param, "invalid_value",
           fmt::format("'{}' must fit in a signed 64-bit integer, got {}", param, Describe(v)));

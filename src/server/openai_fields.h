@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/openai_request.h"
 
@@ -51,6 +52,18 @@ ApiError Missing(const std::string& param);
 // "Unrecognized request argument supplied: X" (code unknown_parameter); the
 // name is client text of any length and is cut in both param and message.
 ApiError Unknown(const std::string& param);
+
+// An unknown key at `param`: with `ignored` null, the Unknown() error; else
+// its name (IgnoredName) is added to *ignored once and parsing goes on.
+Problem UnknownKey(const std::string& param, std::vector<std::string>* ignored);
+// The name an ignored key is reported under: array indices dropped
+// ("messages[2].foo" -> "messages.foo"), cut like Snippet().
+std::string IgnoredName(std::string_view param);
+
+// A request body as a JSON object, with every check the header of
+// openai_request.h lists for the body as a whole (UTF-8, syntax, duplicate
+// keys, depth, value count, member caps). Defined in openai_request.cc.
+Problem ParseBodyObject(std::string_view body, Json* out);
 
 // The value of `key`, or nullptr when it is absent or null.
 const Json* Get(const Json& obj, const char* key);

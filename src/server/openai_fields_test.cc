@@ -13,8 +13,14 @@ TEST(OpenAiFieldsTest, ReadInt64AcceptsIntegralNumbersOnly) {
   EXPECT_EQ(v, 7);
   EXPECT_FALSE(ReadInt64(Json(16.0), "x", &v));
   EXPECT_EQ(v, 16);
-  EXPECT_FALSE(ReadInt64(Json(-0x1p63), "x", &v));
+  EXPECT_FALSE(ReadInt64(Json(std::numeric_limits<int64_t>::min()), "x", &v));
   EXPECT_EQ(v, std::numeric_limits<int64_t>::min());
+  EXPECT_FALSE(ReadInt64(Json(std::numeric_limits<int64_t>::max()), "x", &v));
+  EXPECT_EQ(v, std::numeric_limits<int64_t>::max());
+  // A double at -2^63 is what the literal -(2^63) - 1 becomes: refused.
+  EXPECT_EQ(ReadInt64(Json(-0x1p63), "x", &v)->code, "invalid_value");
+  EXPECT_FALSE(ReadInt64(Json(-0x1p62), "x", &v));
+  EXPECT_EQ(v, -(int64_t{1} << 62));
   EXPECT_EQ(ReadInt64(Json(1.5), "x", &v)->code, "invalid_type");
   EXPECT_EQ(ReadInt64(Json(true), "x", &v)->code, "invalid_type");
   EXPECT_EQ(ReadInt64(Json("1"), "x", &v)->code, "invalid_type");

@@ -15,7 +15,8 @@ bool IsRole(std::string_view r) {
 
 // Content: a string, or a non-empty array of {type: "text", text} parts
 // joined with "\n". Other part types are known but unsupported.
-Problem ParseContent(const Json& v, const std::string& param, std::string* out) {
+Problem ParseContent(const Json& v, const std::string& param, std::string* out,
+                     std::vector<std::string>* ignored) {
   if (v.is_string()) {
     *out = v.get_ref<const std::string&>();
     return std::nullopt;
@@ -45,7 +46,8 @@ Problem ParseContent(const Json& v, const std::string& param, std::string* out) 
                              p, Snippet(t)));
     }
     for (const auto& [k, val] : part.items()) {
-      if (k != "type" && k != "text" && !val.is_null()) return Unknown(p + "." + k);
+      if (k != "type" && k != "text" && !val.is_null())
+        BRISK_API_TRY(UnknownKey(p + "." + k, ignored));
     }
     const Json* text = Get(part, "text");
     if (!text) return Missing(p + ".text");
@@ -61,7 +63,7 @@ bool IsEmptyValue(const Json& v) {
   return v.is_null() || ((v.is_array() || v.is_object()) && v.empty());
 }
 
-Problem ParseMessage(const Json& m, size_t index, Json* out) {
+Problem ParseMessage(const Json& m, size_t index, Json* out, std::vector<std::string>* ignored) {
   const std::string p = fmt::format("messages[{}]", index);
   if (!m.is_object()) return TypeError(p, "an object", m);
   const Json* role_v = Get(m, "role");
@@ -85,14 +87,14 @@ Problem ParseMessage(const Json& m, size_t index, Json* out) {
                          fmt::format("'{}' in assistant messages is not supported yet", k));
     }
     if (val.is_null()) continue;
-    return Unknown(p + "." + k);
+    BRISK_API_TRY(UnknownKey(p + "." + k, ignored));
   }
 
   Json msg = Json::object();
   msg["role"] = role;
   std::string content;
   if (const Json* c = Get(m, "content")) {
-    BRISK_API_TRY(ParseContent(*c, p + ".content", &content));
+    BRISK_API_TRY(ParseContent(*c, p + ".content", &content, ignored));
   } else if (!assistant) {
     return Missing(p + ".content");
   }
@@ -113,7 +115,7 @@ Problem ParseMessage(const Json& m, size_t index, Json* out) {
 
 }  // namespace
 
-Problem ParseMessages(const Json& v, Json* out) {
+Problem ParseMessages(const Json& v, Json* out, std::vector<std::string>* ignored) {
   if (!v.is_array()) return TypeError("messages", "an array", v);
   if (v.empty()) {
     return Bad("messages", "empty_array", "'messages' must be a non-empty array");
@@ -121,7 +123,7 @@ Problem ParseMessages(const Json& v, Json* out) {
   *out = Json::array();
   for (size_t i = 0; i < v.size(); ++i) {
     Json msg;
-    BRISK_API_TRY(ParseMessage(v[i], i, &msg));
+    BRISK_API_TRY(ParseMessage(v[i], i, &msg, ignored));
     out->push_back(std::move(msg));
   }
   return std::nullopt;

@@ -10,7 +10,8 @@ namespace brisk::api::fields {
 
 // "messages": a non-empty array of message objects, rebuilt into `out` as
 // ApiRequest::messages describes (content always a string, only known keys).
-Problem ParseMessages(const Json& v, Json* out);
+// Unknown keys in messages and content parts go to UnknownKey(.., ignored).
+Problem ParseMessages(const Json& v, Json* out, std::vector<std::string>* ignored = nullptr);
 
 // "prompt": fills req->prompts or req->prompt_tokens.
 Problem ParsePrompt(const Json& v, ApiRequest* req);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "model/tokenizer_utf8.h"
+#include "server/openai_extensions.h"
 #include "server/openai_fields.h"
 #include "server/openai_prompt.h"
 #include "server/strict_json.h"
@@ -39,11 +40,16 @@ constexpr KnownField kKnownFields[] = {
     {"seed", kBoth},
     {"frequency_penalty", kBoth},
     {"presence_penalty", kBoth},
+    {"logit_bias", kBoth},
     // Extensions (vLLM / llama.cpp names).
     {"top_k", kBoth},
     {"min_p", kBoth},
     {"repetition_penalty", kBoth},
     {"ignore_eos", kBoth},
+    {"min_tokens", kBoth},
+    {"stop_token_ids", kBoth},
+    {"include_stop_str_in_output", kBoth},
+    {"skip_special_tokens", kBoth},
     {"priority", kBoth},
     {"timeout", kBoth},
     // Harmless: accepted, type-checked, no effect.
@@ -57,7 +63,6 @@ constexpr KnownField kKnownFields[] = {
     // Known but unsupported unless given their "off" value.
     {"logprobs", kBoth},
     {"top_logprobs", kChat},
-    {"logit_bias", kBoth},
     {"tools", kChat},
     {"tool_choice", kChat},
     {"functions", kChat},
@@ -159,18 +164,20 @@ Problem ParseStop(const Json& v, std::vector<std::string>* out) {
   return std::nullopt;
 }
 
-Problem ParseStreamOptions(const Json& v, bool* include_usage) {
+Problem ParseStreamOptions(const Json& v, ApiRequest* req, std::vector<std::string>* ignored) {
   if (!v.is_object()) return TypeError("stream_options", "an object", v);
   for (const auto& [k, val] : v.items()) {
     if (val.is_null()) continue;
     const std::string p = "stream_options." + k;
     bool b = false;
     if (k == "include_usage") {
-      BRISK_API_TRY(ReadBool(val, p, include_usage));
+      BRISK_API_TRY(ReadBool(val, p, &req->include_usage));
+    } else if (k == "continuous_usage_stats") {
+      BRISK_API_TRY(ReadBool(val, p, &req->continuous_usage));  // vLLM
     } else if (k == "include_obfuscation") {
       BRISK_API_TRY(ReadBool(val, p, &b));  // padding against side channels; nothing to do
     } else {
-      return Unknown(p);
+      BRISK_API_TRY(UnknownKey(p, ignored));
     }
   }
   return std::nullopt;
@@ -209,10 +216,6 @@ Problem CheckUnsupported(const Json& body, Endpoint ep) {
     int64_t k = 0;
     BRISK_API_TRY(ReadIntIn(*v, "top_logprobs", 0, kMaxTopLogprobs, &k));
     if (k > 0) return Unsupported("top_logprobs", "'top_logprobs' is not supported yet");
-  }
-  if (const Json* v = Get(body, "logit_bias")) {
-    if (!v->is_object()) return TypeError("logit_bias", "an object", *v);
-    if (!v->empty()) return Unsupported("logit_bias", "'logit_bias' is not supported yet");
   }
   for (const char* key : {"tools", "functions"}) {
     if (const Json* v = Get(body, key)) {
@@ -356,23 +359,21 @@ Problem ParseSampling(const Json& body, SamplingParams* s) {
     BRISK_API_TRY(ReadInt64(*v, "seed", &seed));
     s->seed = static_cast<uint64_t>(seed);
   }
+  if (const Json* v = Get(body, "logit_bias")) BRISK_API_TRY(ParseLogitBias(*v, &s->logit_bias));
   // The double-range checks above should imply this; a float rounding
   // (top_p = 1e-50 -> 0.0f) is still reported as a client error.
   if (Status st = s->Validate(); !st.ok()) return Bad("", "invalid_value", st.message());
   return std::nullopt;
 }
 
-Problem ParseInto(Endpoint ep, std::string_view body_text, ApiRequest* req) {
-  BRISK_API_TRY(CheckUtf8Body(body_text));
-  auto parsed = ParseStrictJson(body_text, kJsonLimits);
-  if (auto* e = std::get_if<JsonParseError>(&parsed)) return JsonProblem(*e);
-  const Json body = std::get<Json>(std::move(parsed));
-  if (!body.is_object()) {
-    return Bad("", "invalid_type",
-               fmt::format("Request body must be a JSON object, got {}", body.type_name()));
-  }
+Problem ParseInto(Endpoint ep, std::string_view body_text, const ParseOptions& options,
+                  ApiRequest* req) {
+  Json body;
+  BRISK_API_TRY(ParseBodyObject(body_text, &body));
+  std::vector<std::string>* ignored =
+      options.ignore_unknown_fields ? &req->ignored_fields : nullptr;
   for (const auto& [k, v] : body.items()) {
-    if (!IsKnown(k, ep)) return Unknown(k);
+    if (!IsKnown(k, ep)) BRISK_API_TRY(UnknownKey(k, ignored));
   }
   const bool chat = ep == Endpoint::kChatCompletions;
   req->endpoint = ep;
@@ -385,7 +386,7 @@ Problem ParseInto(Endpoint ep, std::string_view body_text, ApiRequest* req) {
   if (chat) {
     const Json* messages = Get(body, "messages");
     if (!messages) return Missing("messages");
-    BRISK_API_TRY(ParseMessages(*messages, &req->messages));
+    BRISK_API_TRY(ParseMessages(*messages, &req->messages, ignored));
   } else {
     const Json* prompt = Get(body, "prompt");
     if (!prompt) return Missing("prompt");
@@ -397,9 +398,13 @@ Problem ParseInto(Endpoint ep, std::string_view body_text, ApiRequest* req) {
 
   if (const Json* v = Get(body, "stream")) BRISK_API_TRY(ReadBool(*v, "stream", &req->stream));
   if (const Json* v = Get(body, "stream_options")) {
-    BRISK_API_TRY(ParseStreamOptions(*v, &req->include_usage));
+    BRISK_API_TRY(ParseStreamOptions(*v, req, ignored));
+    if (!req->stream) {
+      return Bad("stream_options", "invalid_value",
+                 "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+    }
   }
-  req->include_usage = req->include_usage && req->stream;
+  req->continuous_usage = req->continuous_usage && req->include_usage;
 
   int64_t i = 0;
   if (const Json* v = Get(body, "n")) {
@@ -421,6 +426,7 @@ Problem ParseInto(Endpoint ep, std::string_view body_text, ApiRequest* req) {
     req->max_tokens = static_cast<int>(i);
   }
   if (const Json* v = Get(body, "stop")) BRISK_API_TRY(ParseStop(*v, &req->stop));
+  BRISK_API_TRY(ParseVllmExtensions(body, req));
 
   BRISK_API_TRY(ParseSampling(body, &req->sampling));
 
@@ -444,9 +450,26 @@ Problem ParseInto(Endpoint ep, std::string_view body_text, ApiRequest* req) {
 
 }  // namespace
 
-std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body) {
+namespace fields {
+
+Problem ParseBodyObject(std::string_view body_text, Json* out) {
+  BRISK_API_TRY(CheckUtf8Body(body_text));
+  auto parsed = ParseStrictJson(body_text, kJsonLimits);
+  if (auto* e = std::get_if<JsonParseError>(&parsed)) return JsonProblem(*e);
+  *out = std::get<Json>(std::move(parsed));
+  if (!out->is_object()) {
+    return Bad("", "invalid_type",
+               fmt::format("Request body must be a JSON object, got {}", out->type_name()));
+  }
+  return std::nullopt;
+}
+
+}  // namespace fields
+
+std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body,
+                                                const ParseOptions& options) {
   ApiRequest req;
-  if (Problem p = ParseInto(endpoint, body, &req)) return std::move(*p);
+  if (Problem p = ParseInto(endpoint, body, options, &req)) return std::move(*p);
   return req;
 }
 

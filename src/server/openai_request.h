@@ -24,11 +24,14 @@
 //     (code "unknown_parameter"). Keys inside messages, content parts and
 //     stream_options are checked the same way, except that there an unknown
 //     key with a null value is ignored (SDK objects echoed back as history
-//     carry e.g. "reasoning_content": null);
+//     carry e.g. "reasoning_content": null). With
+//     ParseOptions::ignore_unknown_fields, unknown keys are skipped instead
+//     and listed in ApiRequest::ignored_fields;
+//   - "stream_options" without "stream": true (OpenAI's message);
 //   - a known feature Brisk does not implement yet (tools, functions,
-//     response_format other than text, logit_bias, logprobs, echo, suffix,
-//     best_of > 1, audio, non-text modalities, non-text content parts, ...):
-//     code "unsupported", the message says what.
+//     response_format other than text, logprobs, echo, suffix, best_of > 1,
+//     audio, non-text modalities, non-text content parts, ...): code
+//     "unsupported", the message says what.
 // `null` for any known optional field means "not given". Fields clients send
 // by habit and that change nothing here (user, metadata, store, service_tier,
 // parallel_tool_calls: false, prompt_cache_key, safety_identifier) are
@@ -67,6 +70,8 @@ inline constexpr size_t kMaxMetadataValueChars = 512;
 // more than 300 entries; that is the most an OpenAI client sends, so it is
 // the cap here too.
 inline constexpr size_t kMaxLogitBiasEntries = 300;
+// stop_token_ids (vLLM extension): more than any model has end tokens.
+inline constexpr size_t kMaxStopTokenIds = 128;
 // Every other object: no field Brisk reads has more than a few dozen keys.
 inline constexpr size_t kMaxObjectMembers = 1024;
 // Whole body. The deepest valid request needs 5 levels (body, messages,
@@ -95,9 +100,12 @@ struct ApiRequest {
   std::vector<std::vector<int32_t>> prompt_tokens;
 
   bool stream = false;
-  // stream_options.include_usage; always false when stream is false (OpenAI
-  // only defines stream_options for streams; it is accepted and ignored).
+  // stream_options.include_usage. stream_options is only allowed with
+  // "stream": true (a 400 otherwise, as OpenAI answers).
   bool include_usage = false;
+  // stream_options.continuous_usage_stats (vLLM): with include_usage, every
+  // chunk carries the usage so far. Always false unless include_usage.
+  bool continuous_usage = false;
   int n = 1;  // [1, kMaxN]
   // max_tokens, or for chat max_completion_tokens (if both are given they
   // must agree). >= 1. Unset = the server's default (OpenAI's default for
@@ -106,14 +114,37 @@ struct ApiRequest {
   std::vector<std::string> stop;  // up to kMaxStop non-empty strings
 
   // temperature [0, 2], top_p (0, 1], seed (int64, stored as its uint64 bit
-  // pattern), frequency_penalty and presence_penalty [-2, 2]; extensions
-  // top_k (>= 0; -1 = off as in vLLM, stored as 0), min_p [0, 1],
-  // repetition_penalty (0, 10]. Always passes SamplingParams::Validate().
+  // pattern), frequency_penalty and presence_penalty [-2, 2]; logit_bias
+  // ({"<token id>": bias in [-100, 100]}, at most kMaxLogitBiasEntries, one
+  // entry per id, sorted by id; ids are checked against the vocabulary by
+  // the server); extensions top_k (>= 0; -1 = off as in vLLM, stored as 0),
+  // min_p [0, 1], repetition_penalty (0, 10]. Always passes
+  // SamplingParams::Validate().
   SamplingParams sampling;
   bool ignore_eos = false;  // extension (vLLM / llama.cpp name)
+  // vLLM extensions (GenerationRequest has their meaning): min_tokens
+  // (>= 0, at most max_tokens when that is given), stop_token_ids (ids >= 0,
+  // at most kMaxStopTokenIds; checked against the vocabulary by the server),
+  // include_stop_str_in_output, skip_special_tokens.
+  int min_tokens = 0;
+  std::vector<int32_t> stop_token_ids;
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;
   std::string user;
   std::optional<Priority> priority;  // extension: "priority": "interactive" | "batch"
   std::optional<double> timeout_s;   // extension: "timeout": seconds, finite, > 0
+
+  // With ParseOptions::ignore_unknown_fields: the unknown keys that were
+  // skipped, each once, in body order, named with array indices dropped
+  // ("messages.reasoning_content"), each cut to 64 bytes.
+  std::vector<std::string> ignored_fields;
+};
+
+struct ParseOptions {
+  // false (OpenAI): an unknown key is a 400 unknown_parameter. true: it is
+  // skipped and listed in ApiRequest::ignored_fields (for clients written
+  // for vLLM or llama-server that send their own extensions).
+  bool ignore_unknown_fields = false;
 };
 
 struct ApiError {
@@ -125,7 +156,8 @@ struct ApiError {
 };
 
 // The parsed request, or the exact error to send.
-std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body);
+std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body,
+                                                const ParseOptions& options = {});
 
 // "interactive" | "batch", ASCII case-insensitive (the X-Priority header and
 // the "priority" field); anything else is InvalidArgument.

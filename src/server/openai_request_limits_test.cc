@@ -75,9 +75,10 @@ TEST(OpenAiApiLimitsTest, ObjectCapsAreExact) {
   MustParse(kChat, ChatWith(R"("metadata":)" + ObjectWithKeys(16, R"("v")")));
   EXPECT_EQ(MustFail(kChat, ChatWith(R"("metadata":)" + ObjectWithKeys(17, R"("v")"))).param,
             "metadata");
-  // 300 logit_bias entries pass the cap and reach "not supported yet".
-  EXPECT_EQ(MustFail(kChat, ChatWith(R"("logit_bias":)" + ObjectWithKeys(300))).code,
-            "unsupported");
+  // 300 logit_bias entries pass the cap.
+  EXPECT_EQ(MustParse(kChat, ChatWith(R"("logit_bias":)" + ObjectWithKeys(300)))
+                .sampling.logit_bias.size(),
+            300u);
   EXPECT_EQ(MustFail(kCompl, ComplWith(R"("logit_bias":)" + ObjectWithKeys(301))).code,
             "invalid_value");
   // The per-field caps apply to the top-level fields only: a "metadata" in a
@@ -156,7 +157,7 @@ TEST(OpenAiApiLimitsTest, DuplicateKeysRejectedAtAnyDepth) {
   EXPECT_EQ(e.message, "Duplicate key 'role' in 'messages[0]': each key may appear only once");
   // The same key in different objects is fine.
   MustParse(kChat, R"({"model":"m","messages":[{"role":"user","content":"a"},
-      {"role":"assistant","content":"b"}],"stream_options":{"include_usage":true}})");
+      {"role":"assistant","content":"b"}],"stream":true,"stream_options":{"include_usage":true}})");
 }
 
 // JSON arrays `depth` deep: [[...[]...]].

@@ -98,7 +98,7 @@ TEST(OpenAiApiParseTest, NullMeansAbsent) {
 
 TEST(OpenAiApiParseTest, HarmlessFieldsAccepted) {
   MustParse(kChat, ChatWith(R"("user":"x","metadata":{"k":"v"},"store":false,
-      "service_tier":"auto","parallel_tool_calls":false,"stream_options":{"include_usage":false},
+      "service_tier":"auto","parallel_tool_calls":false,"stream_options":null,
       "prompt_cache_key":"abc","safety_identifier":"s","tools":[],"tool_choice":"none",
       "logit_bias":{},"logprobs":false,"top_logprobs":0,"response_format":{"type":"text"},
       "modalities":["text"])"));
@@ -133,11 +133,35 @@ TEST(OpenAiApiParseTest, SeedIsInt64) {
   EXPECT_EQ(MustFail(kChat, ChatWith(R"("seed":1e30)")).param, "seed");
 }
 
-TEST(OpenAiApiParseTest, IncludeUsageOnlyWhenStreaming) {
-  EXPECT_FALSE(
-      MustParse(kChat, ChatWith(R"("stream_options":{"include_usage":true})")).include_usage);
-  EXPECT_TRUE(MustParse(kChat, ChatWith(R"("stream":true,"stream_options":{"include_usage":true})"))
-                  .include_usage);
+TEST(OpenAiApiParseTest, StreamOptionsOnlyWhenStreaming) {
+  // OpenAI's answer, word for word.
+  for (const char* body :
+       {R"("stream_options":{"include_usage":true})",
+        R"("stream":false,"stream_options":{"include_usage":false})", R"("stream_options":{})"}) {
+    ApiError e = MustFail(kChat, ChatWith(body));
+    EXPECT_EQ(e.message,
+              "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+    EXPECT_EQ(e.param, "stream_options");
+    EXPECT_EQ(MustFail(kCompl, ComplWith(body)).param, "stream_options");
+  }
+  EXPECT_FALSE(MustParse(kChat, ChatWith(R"("stream_options":null)")).include_usage);
+  ApiRequest r =
+      MustParse(kChat, ChatWith(R"("stream":true,"stream_options":{"include_usage":true})"));
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_FALSE(r.continuous_usage);
+}
+
+TEST(OpenAiApiParseTest, ContinuousUsageStatsNeedsIncludeUsage) {
+  ApiRequest r = MustParse(kCompl, ComplWith(R"("stream":true,
+      "stream_options":{"include_usage":true,"continuous_usage_stats":true})"));
+  EXPECT_TRUE(r.continuous_usage);
+  r = MustParse(kChat,
+                ChatWith(R"("stream":true,"stream_options":{"continuous_usage_stats":true})"));
+  EXPECT_FALSE(r.continuous_usage);  // as vLLM: only together with include_usage
+  EXPECT_EQ(MustFail(kChat, ChatWith(R"("stream":true,
+      "stream_options":{"continuous_usage_stats":1})"))
+                .param,
+            "stream_options.continuous_usage_stats");
 }
 
 TEST(OpenAiApiParseTest, SamplingBoundsInclusive) {

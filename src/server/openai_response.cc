@@ -82,7 +82,7 @@ std::string CompletionBody(Endpoint ep, std::string_view id, std::string_view mo
 
 std::string SseChunk(Endpoint ep, std::string_view id, std::string_view model, int64_t created,
                      int index, std::optional<std::string_view> role, std::string_view delta_text,
-                     std::optional<std::string_view> finish_reason) {
+                     std::optional<std::string_view> finish_reason, const Usage* usage) {
   const bool chat = ep == Endpoint::kChatCompletions;
   Json j = Envelope(id, chat ? "chat.completion.chunk" : "text_completion", model, created);
   j["system_fingerprint"] = std::string(kSystemFingerprint);
@@ -100,6 +100,7 @@ std::string SseChunk(Endpoint ep, std::string_view id, std::string_view model, i
   choice["logprobs"] = nullptr;
   choice["finish_reason"] = finish_reason ? Json(std::string(*finish_reason)) : Json(nullptr);
   j["choices"] = Json::array({std::move(choice)});
+  if (usage) j["usage"] = UsageJson(*usage);
   return SseEvent(j);
 }
 

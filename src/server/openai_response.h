@@ -45,12 +45,15 @@ std::string CompletionBody(Endpoint ep, std::string_view id, std::string_view mo
 // One streamed choice delta as a full SSE event "data: {...}\n\n".
 // Chat ("chat.completion.chunk"): delta carries "role" when `role` is given
 // (the first chunk of a choice) and "content" when role is given or
-// delta_text is non-empty, so a final chunk with only a finish_reason has
-// delta {} as OpenAI sends it. Completions ("text_completion"): "text" is
-// always present and `role` is ignored.
+// delta_text is non-empty, so the first chunk is {"role": "assistant",
+// "content": ""} and a final chunk with only a finish_reason has delta {},
+// as OpenAI sends them. Completions ("text_completion"): "text" is always
+// present and `role` is ignored. With `usage` (vLLM's
+// stream_options.continuous_usage_stats), the chunk carries "usage" as in
+// CompletionBody.
 std::string SseChunk(Endpoint ep, std::string_view id, std::string_view model, int64_t created,
                      int index, std::optional<std::string_view> role, std::string_view delta_text,
-                     std::optional<std::string_view> finish_reason);
+                     std::optional<std::string_view> finish_reason, const Usage* usage = nullptr);
 
 // The stream_options.include_usage chunk, sent after the last choice chunk
 // and before kSseDone: "choices": [] and "usage" as in CompletionBody.

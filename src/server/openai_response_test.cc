@@ -123,6 +123,19 @@ TEST(OpenAiApiResponseTest, CompletionChunks) {
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
 }
 
+TEST(OpenAiApiResponseTest, ChunksCarryUsageWhenGiven) {
+  const Usage u{.prompt_tokens = 12, .completion_tokens = 3, .cached_tokens = 0};
+  for (Endpoint ep : {kChat, kCompl}) {
+    Json c = ParseSse(SseChunk(ep, "x", "m", 7, 0, std::nullopt, "a", std::nullopt, &u));
+    EXPECT_EQ(c["usage"]["prompt_tokens"], 12);
+    EXPECT_EQ(c["usage"]["completion_tokens"], 3);
+    EXPECT_EQ(c["usage"]["total_tokens"], 15);
+    EXPECT_EQ(c["choices"].size(), 1u);
+    EXPECT_FALSE(
+        ParseSse(SseChunk(ep, "x", "m", 7, 0, std::nullopt, "a", std::nullopt)).contains("usage"));
+  }
+}
+
 TEST(OpenAiApiResponseTest, UsageChunk) {
   Json j = ParseSse(SseUsageChunk(kChat, "chatcmpl-1", "m", 7, {12, 3, 8}));
   EXPECT_EQ(j["object"], "chat.completion.chunk");

@@ -9,6 +9,7 @@
 #include "server/openai_api.h"
 #include "server/response_stream.h"
 #include "server/server_metrics.h"
+#include "server/token_endpoints.h"
 #include "util/log.h"
 
 namespace brisk {
@@ -76,6 +77,8 @@ const OpenAiServer::Route OpenAiServer::kRoutes[] = {
     {"/v1/models", "GET", false, false, &OpenAiServer::Models},
     {"/v1/chat/completions", "POST", true, true, &OpenAiServer::ChatCompletions},
     {"/v1/completions", "POST", true, true, &OpenAiServer::Completions},
+    {"/tokenize", "POST", true, true, &OpenAiServer::TokenizeRoute},
+    {"/detokenize", "POST", true, true, &OpenAiServer::DetokenizeRoute},
 };
 
 namespace {
@@ -126,6 +129,7 @@ OpenAiServer::OpenAiServer(const InferenceConfig& config, EngineClient& engine,
                         std::chrono::system_clock::now().time_since_epoch())
                         .count()),
       metrics_(std::make_unique<ServerMetrics>(registry_)),
+      ignored_fields_(std::make_unique<IgnoredFieldCounter>(registry_)),
       access_log_(access_log ? std::move(access_log) : AccessLog::Disabled()),
       executors_(std::make_shared<Executors>(std::max(2, config.server.http_threads), 2)) {
   prep_.config = &config_;
@@ -245,6 +249,36 @@ void OpenAiServer::Completions(http::Request&& req, std::shared_ptr<http::Respon
   Generate(1, std::move(req), std::move(res));
 }
 
+void OpenAiServer::TokenizeRoute(http::Request&& req, std::shared_ptr<http::Responder> res) {
+  TokenEndpoint(true, std::move(req), std::move(res));
+}
+
+void OpenAiServer::DetokenizeRoute(http::Request&& req, std::shared_ptr<http::Responder> res) {
+  TokenEndpoint(false, std::move(req), std::move(res));
+}
+
+http::Headers OpenAiServer::ReportIgnored(const std::vector<std::string>& fields) {
+  if (fields.empty()) return {};
+  ignored_fields_->Count(fields);
+  return {{std::string(kIgnoredFieldsHeader), IgnoredFieldsHeaderValue(fields)}};
+}
+
+void OpenAiServer::TokenEndpoint(bool tokenize, http::Request&& req,
+                                 std::shared_ptr<http::Responder> res) {
+  // Tokenizing a large body is real work: never on the I/O thread.
+  auto strand = executors_->NewStrand(req.body.size());
+  net::post(strand, [this, tokenize, req = std::move(req), res = std::move(res)] {
+    auto caller = Authenticate(config_, req.Header("Authorization"));
+    if (auto* e = std::get_if<api::ApiError>(&caller)) return SendError(*res, *e);
+    auto answer = tokenize ? Tokenize(prep_, req.body) : Detokenize(prep_, req.body);
+    if (auto* e = std::get_if<api::ApiError>(&answer)) return SendError(*res, *e);
+    auto& a = std::get<TokenEndpointAnswer>(answer);
+    Headers h = kJson;
+    for (auto& kv : ReportIgnored(a.ignored_fields)) h.push_back(std::move(kv));
+    res->Send(200, std::move(h), std::move(a.body));
+  });
+}
+
 void OpenAiServer::Reject(const api::ApiError& e, const char* outcome, http::Responder& res,
                           Headers extra) {
   metrics_->outcome[outcome]->Inc();
@@ -289,6 +323,9 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
                        .count();
   o.stream = pr->stream;
   o.include_usage = pr->include_usage;
+  o.continuous_usage = pr->continuous_usage;
+  for (const GenerationRequest& g : pr->prompts) o.prompt_tokens += int64_t(g.prompt.size());
+  o.extra_headers = ReportIgnored(pr->ignored_fields);
   o.n = pr->n;
   o.num_prompts = static_cast<int>(pr->prompts.size());
   o.priority = pr->priority;

@@ -2,6 +2,7 @@
 // cancellation on disconnect, deadlines, drain, /metrics, the access log.
 //
 //   POST /v1/chat/completions, POST /v1/completions   (stream or not, n, stop, ...)
+//   POST /tokenize, /detokenize                       (vLLM's shapes: server/token_endpoints.h)
 //   GET  /v1/models, /health (alive), /ready (not draining), /metrics
 //
 // The request path (README, "The request path"): an HTTP I/O thread parses
@@ -26,6 +27,7 @@
 #include "server/config.h"
 #include "server/header_gate.h"
 #include "server/http_server.h"
+#include "server/ignored_fields.h"
 #include "server/metrics.h"
 #include "server/request_preparation.h"
 #include "util/status.h"
@@ -75,6 +77,13 @@ class OpenAiServer {
   void Models(http::Request&& req, std::shared_ptr<http::Responder> res);
   void ChatCompletions(http::Request&& req, std::shared_ptr<http::Responder> res);
   void Completions(http::Request&& req, std::shared_ptr<http::Responder> res);
+  void TokenizeRoute(http::Request&& req, std::shared_ptr<http::Responder> res);
+  void DetokenizeRoute(http::Request&& req, std::shared_ptr<http::Responder> res);
+  // /tokenize and /detokenize on a worker strand: key, body, answer.
+  void TokenEndpoint(bool tokenize, http::Request&& req, std::shared_ptr<http::Responder> res);
+  // The x-brisk-ignored-fields header for skipped keys (none: empty), and
+  // their count in the metric.
+  http::Headers ReportIgnored(const std::vector<std::string>& fields);
   void Generate(int endpoint, http::Request&& req, std::shared_ptr<http::Responder> res);
   // On the request's strand: prepare, submit, answer.
   void RunGeneration(int endpoint, const http::Request& req, std::shared_ptr<http::Responder> res,
@@ -90,6 +99,7 @@ class OpenAiServer {
   int64_t created_unix_;
   metrics::Registry registry_;
   std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<IgnoredFieldCounter> ignored_fields_;
   std::unique_ptr<AccessLog> access_log_;
   std::shared_ptr<Executors> executors_;
   std::unique_ptr<http::Server> http_;

@@ -43,6 +43,10 @@ std::optional<api::ApiError> CheckLimits(const InferenceConfig& config, const ap
     return Invalid(fmt::format("max_tokens = {} is over this server's limit of {}", *ar.max_tokens,
                                lim.max_tokens),
                    "invalid_value", "max_tokens");
+  if (ar.min_tokens > lim.max_tokens)
+    return Invalid(fmt::format("min_tokens = {} is over this server's max_tokens limit of {}",
+                               ar.min_tokens, lim.max_tokens),
+                   "invalid_value", "min_tokens");
   const size_t n_prompts = ar.prompts.size() + ar.prompt_tokens.size();
   if (n_prompts > static_cast<size_t>(lim.max_prompts_per_request))
     return Invalid(fmt::format("{} prompts in one request; this server's limit is {}", n_prompts,
@@ -50,6 +54,26 @@ std::optional<api::ApiError> CheckLimits(const InferenceConfig& config, const ap
                    "invalid_value", "prompt");
   if (ar.stream && !config.response.streaming)
     return Invalid("Streaming is disabled on this server", "unsupported", "stream");
+  return std::nullopt;
+}
+
+// Token ids the request names besides its prompt (logit_bias, stop_token_ids)
+// must exist in the model's vocabulary.
+std::optional<api::ApiError> CheckTokenIds(const PreparationContext& ctx,
+                                           const api::ApiRequest& ar) {
+  const int32_t vocab = ctx.engine.vocab_size;
+  for (const auto& [id, bias] : ar.sampling.logit_bias)
+    if (id >= vocab)
+      return Invalid(fmt::format("logit_bias token id {} is outside the vocabulary (vocabulary "
+                                 "size {}: ids 0..{})",
+                                 id, vocab, vocab - 1),
+                     "invalid_value", "logit_bias");
+  for (int32_t id : ar.stop_token_ids)
+    if (id >= vocab)
+      return Invalid(fmt::format("stop_token_ids: token id {} is outside the vocabulary "
+                                 "(vocabulary size {}: ids 0..{})",
+                                 id, vocab, vocab - 1),
+                     "invalid_value", "stop_token_ids");
   return std::nullopt;
 }
 
@@ -117,9 +141,11 @@ std::variant<int, api::ApiError> MaxTokensFor(const PreparationContext& ctx,
   const int64_t ctx_len = ctx.engine.context_limit;
   if (n_prompt == 0) return Invalid("The prompt is empty", "invalid_value", "prompt");
   const int64_t room = ctx_len - n_prompt;
-  const int64_t want = ar.max_tokens
-                           ? *ar.max_tokens
-                           : std::min<int64_t>(ctx.config->limits.default_max_tokens, room);
+  // Without max_tokens, the default grows to min_tokens if that asks for more.
+  const int64_t want =
+      ar.max_tokens
+          ? *ar.max_tokens
+          : std::min<int64_t>(std::max(ctx.config->limits.default_max_tokens, ar.min_tokens), room);
   if (room < 1 || n_prompt + want > ctx_len) {
     const int64_t shown = std::max<int64_t>(want, 1);
     return Invalid(
@@ -131,6 +157,11 @@ std::variant<int, api::ApiError> MaxTokensFor(const PreparationContext& ctx,
         ar.max_tokens ? "max_tokens"
                       : (ar.endpoint == api::Endpoint::kCompletions ? "prompt" : "messages"));
   }
+  if (ar.min_tokens > want)  // only without max_tokens: the parser checked it against that
+    return Invalid(fmt::format("min_tokens = {} does not fit: the context has room for {} more "
+                               "tokens after the prompt",
+                               ar.min_tokens, want),
+                   "context_length_exceeded", "min_tokens");
   return static_cast<int>(want);
 }
 
@@ -161,7 +192,9 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
   auto caller = Authenticate(config, req.Header("Authorization"));
   if (auto* e = std::get_if<api::ApiError>(&caller)) return *e;
 
-  auto parsed = api::ParseRequest(endpoint, req.body);
+  const api::ParseOptions options{.ignore_unknown_fields =
+                                      config.server.unknown_request_fields == "ignore"};
+  auto parsed = api::ParseRequest(endpoint, req.body, options);
   if (auto* e = std::get_if<api::ApiError>(&parsed)) return *e;
   api::ApiRequest& ar = std::get<api::ApiRequest>(parsed);
   if (ar.model != ctx.model_id)
@@ -170,6 +203,7 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
         "The model '" + ar.model + "' does not exist; this server serves '" + ctx.model_id + "'",
         "model_not_found", "model");
   if (auto e = CheckLimits(config, ar)) return *e;
+  if (auto e = CheckTokenIds(ctx, ar)) return *e;
   auto priority = RequestPriority(ar, req);
   if (auto* e = std::get_if<api::ApiError>(&priority)) return *e;
   auto timeout_s = RequestTimeout(config, ar, req);
@@ -198,6 +232,8 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
   out.priority = std::get<Priority>(priority);
   out.stream = ar.stream;
   out.include_usage = ar.include_usage;
+  out.continuous_usage = ar.continuous_usage;
+  out.ignored_fields = std::move(ar.ignored_fields);
   out.n = ar.n;
   const auto deadline =
       arrival + std::chrono::microseconds(static_cast<int64_t>(std::get<double>(timeout_s) * 1e6));
@@ -212,6 +248,10 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
     g.n = ar.n;
     g.stop = ar.stop;
     g.ignore_eos = ar.ignore_eos;
+    g.min_tokens = ar.min_tokens;
+    g.stop_token_ids = ar.stop_token_ids;
+    g.include_stop_str_in_output = ar.include_stop_str_in_output;
+    g.skip_special_tokens = ar.skip_special_tokens;
     g.priority = out.priority;
     g.arrival = arrival;
     g.deadline = deadline;

@@ -38,6 +38,9 @@ struct PreparedRequest {
   Priority priority = Priority::kInteractive;
   bool stream = false;
   bool include_usage = false;
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats (with include_usage)
+  // Unknown body keys skipped under server.unknown_request_fields: ignore.
+  std::vector<std::string> ignored_fields;
   int n = 1;  // samples per prompt: choice index = prompt index * n + sample
   // One per prompt (chat: exactly one), ready to Submit.
   std::vector<GenerationRequest> prompts;

@@ -3,6 +3,7 @@
 // template stand in for the prompt renderer; no engine, no server.
 #include "server/request_preparation.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "model/gguf.h"
@@ -161,6 +162,67 @@ TEST_F(RequestPreparationTest, TokenPromptsAreCheckedAgainstTheVocabulary) {
   r = Post(R"({"model":"m","prompt":[1,2,3]})");
   const auto ok = Prepare(r, api::Endpoint::kCompletions);
   EXPECT_EQ(Ok(ok).prompts[0].prompt, (std::vector<int32_t>{1, 2, 3}));
+}
+
+TEST_F(RequestPreparationTest, ExtensionsReachTheGenerationRequest) {
+  const auto v = Prepare(Post(R"({"model":"m","messages":[{"role":"user","content":"Hello"}],
+      "max_tokens":9,"min_tokens":2,"stop_token_ids":[2],"include_stop_str_in_output":true,
+      "skip_special_tokens":false,"logit_bias":{"3":-5},"stream":true,
+      "stream_options":{"include_usage":true,"continuous_usage_stats":true}})"));
+  const PreparedRequest& p = Ok(v);
+  ASSERT_EQ(p.prompts.size(), 1u);
+  const GenerationRequest& g = p.prompts[0];
+  EXPECT_EQ(g.min_tokens, 2);
+  EXPECT_EQ(g.stop_token_ids, std::vector<int32_t>{2});
+  EXPECT_TRUE(g.include_stop_str_in_output);
+  EXPECT_FALSE(g.skip_special_tokens);
+  EXPECT_EQ(g.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{3, -5.0f}}));
+  EXPECT_TRUE(p.continuous_usage);
+  EXPECT_TRUE(p.ignored_fields.empty());
+}
+
+TEST_F(RequestPreparationTest, TokenIdsOfOptionsAreCheckedAgainstTheVocabulary) {
+  const int32_t vocab = tok_->vocab_size();
+  auto e = Err(Prepare(Post(fmt::format(
+      R"({{"model":"m","messages":[{{"role":"user","content":"x"}}],"logit_bias":{{"{}":1}}}})",
+      vocab))));
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.param, "logit_bias");
+  EXPECT_NE(e.message.find(fmt::format("token id {} ", vocab)), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find(fmt::format("vocabulary size {}", vocab)), std::string::npos);
+  e = Err(
+      Prepare(Post(fmt::format(R"({{"model":"m","prompt":"x","stop_token_ids":[0,{}]}})", vocab)),
+              api::Endpoint::kCompletions));
+  EXPECT_EQ(e.param, "stop_token_ids");
+  Ok(Prepare(Post(fmt::format(
+                 R"({{"model":"m","prompt":"x","stop_token_ids":[{0}],"logit_bias":{{"{0}":1}}}})",
+                 vocab - 1)),
+             api::Endpoint::kCompletions));
+}
+
+TEST_F(RequestPreparationTest, MinTokensAgainstDefaultsLimitsAndContext) {
+  config_.limits.default_max_tokens = 5;
+  const auto grown =
+      Prepare(Post(R"({"model":"m","messages":[{"role":"user","content":"x"}],"min_tokens":12})"));
+  EXPECT_EQ(Ok(grown).prompts[0].max_tokens, 12);
+  config_.limits.max_tokens = 100;
+  auto e = Err(Prepare(
+      Post(R"({"model":"m","messages":[{"role":"user","content":"x"}],"min_tokens":101})")));
+  EXPECT_EQ(e.param, "min_tokens");
+  EXPECT_NE(e.message.find("limit of 100"), std::string::npos) << e.message;
+  ctx_.engine.context_limit = 40;
+  e = Err(
+      Prepare(Post(R"({"model":"m","messages":[{"role":"user","content":"x"}],"min_tokens":39})")));
+  EXPECT_EQ(e.param, "min_tokens");
+  EXPECT_EQ(e.code, "context_length_exceeded");
+}
+
+TEST_F(RequestPreparationTest, UnknownFieldsFollowTheServerSetting) {
+  const auto body = Post(R"({"model":"m","messages":[{"role":"user","content":"x"}],"top_a":1})");
+  EXPECT_EQ(Err(Prepare(body)).code, "unknown_parameter");
+  config_.server.unknown_request_fields = "ignore";
+  const auto v = Prepare(body);
+  EXPECT_EQ(Ok(v).ignored_fields, std::vector<std::string>{"top_a"});
 }
 
 TEST_F(RequestPreparationTest, UserTypedControlTokensStayText) {

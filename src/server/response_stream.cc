@@ -123,23 +123,40 @@ void ResponseStream::Fail(const SequenceOutput& out, const Status& error) {
   }
 }
 
+void ResponseStream::StartStream() {
+  if (started_) return;
+  http::Headers h = {{"Content-Type", "text/event-stream"}, {"X-Request-Id", opts_.id}};
+  h.insert(h.end(), opts_.extra_headers.begin(), opts_.extra_headers.end());
+  res_->StartStream(200, std::move(h));
+  started_ = true;
+}
+
+const api::Usage* ResponseStream::UsageSoFar() {
+  if (!opts_.continuous_usage) return nullptr;
+  usage_so_far_.prompt_tokens = opts_.prompt_tokens;
+  usage_so_far_.cached_tokens = usage_.cached_tokens;  // known as samples finish
+  return &usage_so_far_;
+}
+
+// As OpenAI streams a chat choice: {"role": "assistant", "content": ""}
+// first, then content deltas, then an empty delta with the finish_reason.
 void ResponseStream::StreamOutput(int index, const SequenceOutput& out) {
   const auto& o = opts_;
-  if (!started_) {
-    res_->StartStream(200, {{"Content-Type", "text/event-stream"}, {"X-Request-Id", o.id}});
-    started_ = true;
-  }
+  StartStream();
+  usage_so_far_.completion_tokens += static_cast<int64_t>(out.new_tokens.size());
+  const api::Usage* usage = UsageSoFar();
   if (!role_sent_[index] && o.endpoint == api::Endpoint::kChatCompletions) {
     role_sent_[index] = 1;
-    res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, "assistant",
-                              out.text, std::nullopt));
-  } else if (!out.text.empty()) {
+    res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, "assistant", "",
+                              std::nullopt, usage));
+  }
+  if (!out.text.empty()) {
     res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, std::nullopt,
-                              out.text, std::nullopt));
+                              out.text, std::nullopt, usage));
   }
   if (out.finished)
     res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, std::nullopt, "",
-                              FinishName(out.reason)));
+                              FinishName(out.reason), usage));
 }
 
 void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out, const Status& error) {
@@ -203,16 +220,15 @@ void ResponseStream::Complete() {
   const auto& o = opts_;
   if (res_->closed()) return;
   if (o.stream) {
-    if (!started_) {
-      res_->StartStream(200, {{"Content-Type", "text/event-stream"}, {"X-Request-Id", o.id}});
-      started_ = true;
-    }
+    StartStream();
     if (o.include_usage)
       res_->Write(api::SseUsageChunk(o.endpoint, o.id, o.model_id, o.created_unix, usage_));
     res_->Write(std::string(api::kSseDone));
     res_->End();
   } else {
-    res_->Send(200, {{"Content-Type", "application/json"}, {"X-Request-Id", o.id}},
+    http::Headers h = {{"Content-Type", "application/json"}, {"X-Request-Id", o.id}};
+    h.insert(h.end(), o.extra_headers.begin(), o.extra_headers.end());
+    res_->Send(200, std::move(h),
                api::CompletionBody(o.endpoint, o.id, o.model_id, o.created_unix, choices_, usage_));
   }
 }

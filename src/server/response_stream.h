@@ -41,6 +41,12 @@ class ResponseStream {
     int64_t created_unix = 0;
     bool stream = false;
     bool include_usage = false;
+    // Every chunk carries the usage so far (vLLM's continuous_usage_stats);
+    // its prompt_tokens is `prompt_tokens`, the prompts' total length.
+    bool continuous_usage = false;
+    int64_t prompt_tokens = 0;
+    // Added to the 200 answer's headers (stream or JSON body).
+    http::Headers extra_headers;
     int n = 1;            // samples per prompt
     int num_prompts = 1;  // choices = num_prompts * n
     Priority priority = Priority::kInteractive;
@@ -66,6 +72,9 @@ class ResponseStream {
   void CancelEngineRequests();
   void Fail(const SequenceOutput& out, const Status& error);
   void StreamOutput(int index, const SequenceOutput& out);
+  void StartStream();
+  // For continuous usage: the usage so far, else null.
+  const api::Usage* UsageSoFar();
   void Complete();
   void End(ResponseSummary summary);
 
@@ -86,6 +95,7 @@ class ResponseStream {
   std::optional<Clock::time_point> t_first_;
   Clock::time_point t_last_;
   api::Usage usage_;
+  api::Usage usage_so_far_;  // continuous usage: tokens streamed so far
   double queue_s_ = -1;
 };
 
