@@ -51,6 +51,13 @@ from attack_soak_report import failures, table  # noqa: E402
 
 CAP = 8  # scheduler.max_concurrent_sequences in the soak
 KEY = "sk-soak-0123456789abcdef"
+# The attacker is another caller: its own key (tenant), and without keys its
+# own client address, as it would be on a network. The scheduler shares the
+# running slots between callers (scheduler.fair_share); --same-caller runs
+# the attacks as the normal client instead, where no fairness can tell the two
+# apart.
+ATTACK_KEY = "sk-soak-attacker-0123456789"
+ATTACKER_ADDR = "127.0.0.2"
 # Stalled uploads per burst, one burst at a time: 56 x 4 MiB = 224 MiB announced, most of the
 # 256 MiB body budget, leaving room for normal bodies. Over the budget (--stalled-uploads 80)
 # the server answers every body 503 until the stalls end: the budget has no per-client share.
@@ -192,11 +199,13 @@ class Attacks:
     """Every attack kind of issue 19 as one bounded round; rounds are handed
     out round-robin to the attacker threads."""
 
-    def __init__(self, server, keyed, stalled_uploads=STALLED_UPLOADS):
+    def __init__(self, server, keyed, stalled_uploads=STALLED_UPLOADS, same_caller=False):
         self.server, self.keyed, self.stall_count = server, keyed, stalled_uploads
         self.stall_burst = threading.Lock()  # one burst of stalled uploads at a time
-        self.auth = f"Authorization: Bearer {KEY}\r\n" if keyed else ""
-        self.auth_headers = {"Authorization": f"Bearer {KEY}"} if keyed else {}
+        key = KEY if same_caller else ATTACK_KEY
+        self.auth = f"Authorization: Bearer {key}\r\n" if keyed else ""
+        self.auth_headers = {"Authorization": f"Bearer {key}"} if keyed else {}
+        self.src = None if same_caller else (ATTACKER_ADDR, 0)
         self.lock = threading.Lock()
         self.open_conns = self.peak_conns = 0
         self.stats = collections.defaultdict(
@@ -214,11 +223,13 @@ class Attacks:
     # Attacking connections are counted while open (the peak divides RSS growth).
     def sock(self, timeout=5.0, rcvbuf=None):
         if rcvbuf is None:
-            s = connect(self.server, timeout)
+            s = connect(self.server, timeout, self.src)
         else:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
             s.settimeout(timeout)
+            if self.src:
+                s.bind(self.src)
             s.connect((self.server.host, self.server.port))
         with self.lock:
             self.open_conns += 1
@@ -310,13 +321,13 @@ class Attacks:
     # 2: 100,000 keys in logit_bias (was quadratic, 14 s on the HTTP thread).
     def json_100k_keys(self, kind):
         status, _, _ = post(self.server, "/v1/chat/completions", self.bias_body, timeout=30,
-                            headers=self.auth_headers)
+                            headers=self.auth_headers, source=self.src)
         self.answer(kind, status)
 
     # 2: a 4 MiB prompt: a second or more of tokenization, off the I/O thread.
     def prompt_4mib(self, kind):
         status, _, _ = post(self.server, "/v1/completions", self.prompt_body, timeout=60,
-                            headers=self.auth_headers)
+                            headers=self.auth_headers, source=self.src)
         self.answer(kind, status)
 
     # 3: n > 1 over the cap: forks that together exceed it, and requests that never fit.
@@ -332,7 +343,7 @@ class Attacks:
         def send(i):
             path, body = bodies[i]
             status, _, _ = post(self.server, path, {"model": MODEL_ID, **body}, timeout=60,
-                                headers=self.auth_headers)
+                                headers=self.auth_headers, source=self.src)
             return f"{i}:{status}"
         with self.lock:
             self.open_conns += len(bodies)
@@ -474,10 +485,11 @@ def measure(server, key, seconds, during=None):
             "metric_errors": sampler.errors}, sampler
 
 
-def run_phase(brisk_bin, name, keyed, attack_s, baseline_s, stalled_uploads):
+def run_phase(brisk_bin, name, keyed, attack_s, baseline_s, stalled_uploads, same_caller):
     config = f"scheduler: {{max_concurrent_sequences: {CAP}}}\n"
     if keyed:
-        config += f"keys: [{{key: {KEY}, tenant: soak}}]\n"
+        config += (f"keys: [{{key: {KEY}, tenant: soak}}, "
+                   f"{{key: {ATTACK_KEY}, tenant: attacker}}]\n")
     server = BriskServer(brisk_bin, config_text=config)
     key = KEY if keyed else "none"
     result = {"phase": name, "config": config.strip().replace("\n", "; ")}
@@ -487,7 +499,7 @@ def run_phase(brisk_bin, name, keyed, attack_s, baseline_s, stalled_uploads):
             chat_ttft(warm, max_tokens=1)
         result["baseline"], _ = measure(server, key, baseline_s)
 
-        attacks = Attacks(server, keyed, stalled_uploads)
+        attacks = Attacks(server, keyed, stalled_uploads, same_caller)
         rss0, hwm0 = rss_bytes(server), peak_rss_bytes(server)
 
         def attack():
@@ -549,6 +561,8 @@ def main():
     ap.add_argument("--stalled-uploads", type=int, default=STALLED_UPLOADS,
                     help="stalled 4 MiB uploads per burst (over 64 fills the body budget)")
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--same-caller", action="store_true",
+                    help="attack as the normal client (same key, same address)")
     ap.add_argument("--chat-client", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.chat_client:
@@ -568,13 +582,14 @@ def main():
               file=sys.stderr, flush=True)
         try:
             phases.append(run_phase(brisk_bin, name, keyed, attack_s, baseline_s,
-                                    args.stalled_uploads))
+                                    args.stalled_uploads, args.same_caller))
         except Exception as e:  # reported below as a failed phase
             phases.append({"phase": name, "error": repr(e)})
     rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True).stdout.strip()
     failed = failures(phases, CAP)
     doc = {"date": started, "brisk_bin": brisk_bin, "git": rev, "seconds": args.seconds,
+           "attacker": "same caller" if args.same_caller else "another caller",
            "cap": CAP, "stalled_uploads": args.stalled_uploads, "cpus": os.cpu_count(),
            "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
            "phases": phases, "check_failures": failed}

@@ -19,6 +19,7 @@ cmake --build build-asan -j"$(nproc)"
 # tests (disconnects, overload, bad input): memory errors on the HTTP and
 # streaming paths show up here.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 BRISK_BIN=build-asan/brisk \
+  BRISK_E2E_TIME_SCALE=4 \
   python3 -m pytest -q tests/e2e/test_openai_api.py tests/e2e/test_server_robustness.py
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_FUZZ=ON \

@@ -37,6 +37,7 @@ Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOption
             s.continuous_batching = options.continuous_batching;
             s.prefix_cache = options.prefix_cache;
             s.aging_s = options.aging_s;
+            s.fair_share = options.fair_share;
             for (int p = 0; p < kNumPriorities; ++p) s.max_waiting[p] = options.max_waiting[p];
             return s;
           }(),
@@ -99,6 +100,7 @@ Status Engine::Add(int64_t request_id, GenerationRequest r) {
   st.num_prompt = static_cast<int32_t>(r.prompt.size());
   st.num_seats = r.n;
   st.salt = RootBlockHash(r.cache_salt);
+  st.tenant = std::hash<std::string>{}(r.tenant);
   RETURN_IF_ERROR(scheduler_.Add(std::move(st)));
   outputs_.Add(request_id, next_seq_id_++, r);
   return Status::Ok();

@@ -39,6 +39,7 @@ struct EngineOptions {
   bool continuous_batching = true;
   bool prefix_cache = true;
   double aging_s = 5;
+  bool fair_share = true;  // running slots shared equally between tenants
   int max_waiting[kNumPriorities] = {256, 1024};
   int64_t max_context_tokens = 0;  // 0 = the model's context length
   bool prefault_kv = false;        // commit the KV pool's memory at construction

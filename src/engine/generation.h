@@ -41,6 +41,7 @@ struct GenerationRequest {
   std::optional<Clock::time_point> arrival;   // default: when the engine takes it
   std::optional<Clock::time_point> deadline;  // generation ends with kDeadline after it
   std::string cache_salt;                     // prefix-cache isolation (tenant)
+  std::string tenant;  // fair share of running slots: the API key's tenant, else the client address
 };
 
 // What one sample of a request produced in one step. Usage and timings are

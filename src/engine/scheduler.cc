@@ -18,9 +18,18 @@ int Scheduler::EffectivePriority(const SeqState& s, double now_s) const {
   return static_cast<int>(s.priority);
 }
 
+// Slots the sequence's tenant holds with it running (0 without fair share):
+// the same whether the sequence runs or waits, so preempting it or admitting
+// it does not change its own rank.
+int64_t Scheduler::SeatsIfRunning(const SeqState& s) const {
+  if (!opts_.fair_share) return 0;
+  const int64_t held = TenantSeats(s.tenant);
+  return s.status == SeqStatus::kRunning ? held : held + s.num_seats;
+}
+
 bool Scheduler::Outranks(const SeqState& a, const SeqState& b, double now_s) const {
-  return std::make_tuple(EffectivePriority(a, now_s), a.arrival_s, a.id) <
-         std::make_tuple(EffectivePriority(b, now_s), b.arrival_s, b.id);
+  return std::make_tuple(EffectivePriority(a, now_s), SeatsIfRunning(a), a.arrival_s, a.id) <
+         std::make_tuple(EffectivePriority(b, now_s), SeatsIfRunning(b), b.arrival_s, b.id);
 }
 
 void Scheduler::SortByRank(std::vector<SeqState*>& v, double now_s) const {
@@ -73,10 +82,14 @@ Status Scheduler::Fork(int64_t parent_id, int64_t child_id) {
   child->num_preemptions = 0;
   // The child takes one of the slots its parent held for it.
   child->num_seats = 1;
-  if (it->second->num_seats > 1) --it->second->num_seats;
+  if (it->second->num_seats > 1) {
+    --it->second->num_seats;
+    if (it->second->status == SeqStatus::kRunning) --tenant_seats_[parent.tenant];
+  }
   for (int32_t b : child->blocks) pool_->Ref(b);
   if (child->status == SeqStatus::kRunning) {
-    running_.push_back(child.get());
+    child->status = SeqStatus::kWaiting;  // JoinRunning sets it
+    JoinRunning(*child);
   } else {
     waiting_.push_back(child.get());
     ++num_waiting_[static_cast<int>(child->priority)];
@@ -85,11 +98,29 @@ Status Scheduler::Fork(int64_t parent_id, int64_t child_id) {
   return Status::Ok();
 }
 
+void Scheduler::JoinRunning(SeqState& s) {
+  s.status = SeqStatus::kRunning;
+  running_.push_back(&s);
+  tenant_seats_[s.tenant] += s.num_seats;
+}
+
+void Scheduler::LeaveRunning(SeqState& s) {
+  std::erase(running_, &s);
+  auto it = tenant_seats_.find(s.tenant);
+  if (it != tenant_seats_.end() && (it->second -= s.num_seats) <= 0) tenant_seats_.erase(it);
+  s.status = SeqStatus::kWaiting;
+}
+
+int64_t Scheduler::TenantSeats(uint64_t tenant) const {
+  auto it = tenant_seats_.find(tenant);
+  return it == tenant_seats_.end() ? 0 : it->second;
+}
+
 void Scheduler::Free(SeqState& s) {
   pool_->ReleaseTable(s.blocks);
   s.blocks.clear();
   if (s.status == SeqStatus::kRunning) {
-    std::erase(running_, &s);
+    LeaveRunning(s);
   } else if (s.status == SeqStatus::kWaiting) {
     std::erase(waiting_, &s);
     --num_waiting_[static_cast<int>(s.priority)];
@@ -161,19 +192,61 @@ void Scheduler::PublishComputed(SeqState& s) {
 // ---- KV allocation and preemption -----------------------------------------
 
 // The lowest-ranked running sequence not in this step's batch that ranks
-// below `for_seq` (optionally: only ones of a lower effective priority).
+// below `for_seq`: whose KV blocks it may take.
 SeqState* Scheduler::PickVictim(const SeqState& for_seq, double now_s,
-                                const std::vector<SeqState*>& scheduled, bool lower_priority_only) {
+                                const std::vector<SeqState*>& scheduled) {
   SeqState* victim = nullptr;
   for (SeqState* r : running_) {
     if (r == &for_seq || r->blocks.empty()) continue;
     if (std::find(scheduled.begin(), scheduled.end(), r) != scheduled.end()) continue;
     if (!Outranks(for_seq, *r, now_s)) continue;
-    if (lower_priority_only && EffectivePriority(*r, now_s) <= EffectivePriority(for_seq, now_s))
-      continue;
     if (!victim || Outranks(*victim, *r, now_s)) victim = r;
   }
   return victim;
+}
+
+// Running sequences whose slots waiting `s` may take, freeing at least
+// `seats_needed` slots, or none when that many cannot be freed (nothing is
+// preempted for a sequence that would not be admitted). A lower priority
+// always yields; within a priority only a tenant that would still hold at
+// least as many slots as s's tenant with s (fair share), lowest rank first.
+// Earlier arrivals of the same tenant wait for a slot instead (FCFS).
+// `planned`: slots already promised this step to other waiting sequences.
+std::vector<SeqState*> Scheduler::SlotVictims(const SeqState& s, int64_t seats_needed, double now_s,
+                                              const std::vector<SeqState*>& scheduled,
+                                              const TenantSeatMap& planned) const {
+  TenantSeatMap seats = tenant_seats_;  // as they would be
+  for (const auto& [tenant, n] : planned) seats[tenant] += n;
+  const int ps = EffectivePriority(s, now_s);
+  std::vector<SeqState*> candidates;
+  for (SeqState* r : running_)
+    if (r != &s && !r->blocks.empty() &&
+        std::find(scheduled.begin(), scheduled.end(), r) == scheduled.end())
+      candidates.push_back(r);
+  std::vector<SeqState*> victims;
+  int64_t freed = 0;
+  while (freed < seats_needed) {
+    const int64_t mine = seats[s.tenant] + s.num_seats;
+    auto allowed = [&](const SeqState* r) {
+      const int pr = EffectivePriority(*r, now_s);
+      if (pr != ps) return pr > ps;
+      return opts_.fair_share && r->tenant != s.tenant && seats[r->tenant] - r->num_seats >= mine;
+    };
+    auto lower = [&](const SeqState* a, const SeqState* b) {  // a ranks below b
+      return std::make_tuple(EffectivePriority(*a, now_s), seats[a->tenant], a->arrival_s, a->id) >
+             std::make_tuple(EffectivePriority(*b, now_s), seats[b->tenant], b->arrival_s, b->id);
+    };
+    auto best = candidates.end();
+    for (auto it = candidates.begin(); it != candidates.end(); ++it)
+      if (allowed(*it) && (best == candidates.end() || lower(*it, *best))) best = it;
+    if (best == candidates.end()) return {};
+    SeqState* v = *best;
+    candidates.erase(best);
+    victims.push_back(v);
+    freed += v->num_seats;
+    seats[v->tenant] -= v->num_seats;
+  }
+  return victims;
 }
 
 void Scheduler::Preempt(SeqState& s, SchedulerOutput& out) {
@@ -181,8 +254,7 @@ void Scheduler::Preempt(SeqState& s, SchedulerOutput& out) {
   s.blocks.clear();
   s.num_computed = 0;
   s.num_published = 0;
-  std::erase(running_, &s);
-  s.status = SeqStatus::kWaiting;
+  LeaveRunning(s);
   waiting_.push_back(&s);
   ++num_waiting_[static_cast<int>(s.priority)];
   ++s.num_preemptions;
@@ -202,7 +274,7 @@ bool Scheduler::AllocateOrPreempt(SeqState& s, int32_t n_new, double now_s, Sche
   if (need <= 0) return true;
   std::vector<int32_t> got;
   while (!pool_->Allocate(need, &got)) {
-    SeqState* victim = PickVictim(s, now_s, scheduled, /*lower_priority_only=*/false);
+    SeqState* victim = PickVictim(s, now_s, scheduled);
     if (!victim) return false;
     Preempt(*victim, out);
   }
@@ -237,27 +309,139 @@ bool Scheduler::ScheduleChunk(SeqState& s, int budget, double now_s, SchedulerOu
 
 // ---- one step ------------------------------------------------------------------
 
-// Waiting sequences of a higher effective priority than running ones take
-// their running slot and KV blocks now, before the running ones are
-// scheduled for this step (batch work only uses spare capacity). Stops once
-// the waiting sequences served this way would fill the step's token budget.
-void Scheduler::MakeRoomForHigherPriority(double now_s, SchedulerOutput& out) {
+// Waiting sequences that may take a running slot (a higher effective
+// priority, or a tenant under its fair share) take it and the KV blocks for
+// their first chunk now, before the running ones are scheduled for this step.
+// Stops once the waiting sequences served this way would fill the step's
+// token budget.
+void Scheduler::MakeRoom(double now_s, SchedulerOutput& out) {
   SortByRank(waiting_, now_s);
   const std::vector<SeqState*> snapshot = waiting_;
   const std::vector<SeqState*> none;
   int64_t slots = 0, blocks = 0, tokens = 0;
+  TenantSeatMap planned;
   for (SeqState* s : snapshot) {
     if (tokens >= opts_.max_batch_tokens) break;
+    if (s->status != SeqStatus::kWaiting) continue;
     const int32_t chunk =
         std::min({s->num_tokens(), opts_.prefill_chunk_tokens, opts_.max_batch_tokens});
     slots += s->num_seats;
     blocks += BlocksFor(chunk);
     tokens += chunk;
-    while (RunningSeats() + slots > opts_.max_concurrent_sequences || pool_->num_free() < blocks) {
-      SeqState* victim = PickVictim(*s, now_s, none, /*lower_priority_only=*/true);
-      if (!victim) return;
-      Preempt(*victim, out);
+    const int64_t over = RunningSeats() + slots - opts_.max_concurrent_sequences;
+    if (over > 0) {
+      const auto victims = SlotVictims(*s, over, now_s, none, planned);
+      if (victims.empty()) return;
+      for (SeqState* v : victims) Preempt(*v, out);
     }
+    while (pool_->num_free() < blocks) {
+      const auto victims = SlotVictims(*s, 1, now_s, none, planned);
+      if (victims.empty()) return;
+      Preempt(*victims[0], out);
+    }
+    planned[s->tenant] += s->num_seats;
+  }
+}
+
+// A waiting sequence joins the running set with its first chunk, or goes
+// back to waiting (false) when there is no slot or no KV room for it.
+bool Scheduler::TryAdmit(SeqState& s, int budget, double now_s, SchedulerOutput& out,
+                         std::vector<SeqState*>& scheduled) {
+  const int64_t over = RunningSeats() + s.num_seats - opts_.max_concurrent_sequences;
+  if (over > 0) {
+    const auto victims = SlotVictims(s, over, now_s, scheduled);
+    if (victims.empty()) return false;
+    for (SeqState* v : victims) Preempt(*v, out);
+  }
+  AdmitFromPrefixCache(s);
+  // Join the running set first so ScheduleChunk's bookkeeping sees it.
+  std::erase(waiting_, &s);
+  --num_waiting_[static_cast<int>(s.priority)];
+  JoinRunning(s);
+  if (ScheduleChunk(s, budget, now_s, out, scheduled)) return true;
+  // No room: back to waiting, giving up any cached blocks it took.
+  pool_->ReleaseTable(s.blocks);
+  s.blocks.clear();
+  s.num_computed = 0;
+  s.num_published = 0;
+  LeaveRunning(s);
+  waiting_.push_back(&s);
+  ++num_waiting_[static_cast<int>(s.priority)];
+  return false;
+}
+
+// Decodes of running sequences first; then prefill chunks of running
+// sequences and admissions share the rest of the budget in rank order. A
+// waiting sequence that cannot be admitted stops admission (FCFS: nothing
+// ranked below it jumps ahead); running sequences still get their chunks.
+void Scheduler::ScheduleContinuous(double now_s, SchedulerOutput& out) {
+  std::vector<SeqState*> scheduled;
+  int budget = opts_.max_batch_tokens;
+  MakeRoom(now_s, out);
+
+  SortByRank(running_, now_s);
+  std::vector<SeqState*> prefills;
+  for (SeqState* s : std::vector<SeqState*>(running_)) {
+    if (s->status != SeqStatus::kRunning) continue;  // preempted in this loop
+    if (s->num_tokens() - s->num_computed != 1) {
+      prefills.push_back(s);
+      continue;
+    }
+    if (budget <= 0) break;
+    if (ScheduleChunk(*s, budget, now_s, out, scheduled)) budget -= out.chunks.back().n_tokens;
+  }
+
+  // Waiting ones are ranked as they are now, before any of them joins.
+  std::vector<SeqState*> candidates = prefills;
+  candidates.insert(candidates.end(), waiting_.begin(), waiting_.end());
+  SortByRank(candidates, now_s);
+  std::vector<SeqStatus> was;
+  for (const SeqState* s : candidates) was.push_back(s->status);
+  bool admitting = true;
+  for (size_t i = 0; i < candidates.size() && budget > 0; ++i) {
+    SeqState& s = *candidates[i];
+    if (s.status != was[i]) continue;  // preempted (or admitted) in this loop
+    if (s.status == SeqStatus::kRunning) {
+      if (ScheduleChunk(s, budget, now_s, out, scheduled)) budget -= out.chunks.back().n_tokens;
+    } else if (admitting) {
+      if (TryAdmit(s, budget, now_s, out, scheduled))
+        budget -= out.chunks.back().n_tokens;
+      else
+        admitting = false;
+    }
+  }
+}
+
+// Static batching admits only when the previous batch is done, and then
+// forms the whole batch at once (up to max_concurrent_sequences): members
+// whose prompts do not fit this step's budget join the batch now and prefill
+// in the next steps, so a batch is not cut to one step's tokens.
+void Scheduler::ScheduleStatic(double now_s, SchedulerOutput& out) {
+  std::vector<SeqState*> scheduled;
+  int budget = opts_.max_batch_tokens;
+  SortByRank(running_, now_s);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (SeqState* s : std::vector<SeqState*>(running_)) {
+      if (budget <= 0) break;
+      if (s->status != SeqStatus::kRunning) continue;  // preempted in this loop
+      const bool decode = s->num_tokens() - s->num_computed == 1;
+      if ((pass == 0) != decode) continue;
+      if (ScheduleChunk(*s, budget, now_s, out, scheduled)) budget -= out.chunks.back().n_tokens;
+    }
+  }
+  if (!running_.empty()) return;
+  SortByRank(waiting_, now_s);
+  for (SeqState* s : std::vector<SeqState*>(waiting_)) {
+    if (s->status != SeqStatus::kWaiting) continue;
+    if (RunningSeats() + s->num_seats > opts_.max_concurrent_sequences) break;
+    if (budget <= 0) {
+      std::erase(waiting_, s);
+      --num_waiting_[static_cast<int>(s->priority)];
+      JoinRunning(*s);
+      continue;
+    }
+    if (!TryAdmit(*s, budget, now_s, out, scheduled)) break;
+    budget -= out.chunks.back().n_tokens;
   }
 }
 
@@ -274,79 +458,10 @@ SchedulerOutput Scheduler::Schedule(double now_s) {
   for (int64_t id : expired) Abort(id);
   out.expired = std::move(expired);
 
-  std::vector<SeqState*> scheduled;
-  int budget = opts_.max_batch_tokens;
-  if (opts_.continuous_batching) MakeRoomForHigherPriority(now_s, out);
-
-  // Running sequences in rank order: decode tokens first, then prefill chunks.
-  SortByRank(running_, now_s);
-  for (int pass = 0; pass < 2; ++pass) {
-    const std::vector<SeqState*> snapshot = running_;
-    for (SeqState* s : snapshot) {
-      if (budget <= 0) break;
-      if (s->status != SeqStatus::kRunning) continue;  // preempted in this loop
-      const bool decode = s->num_tokens() - s->num_computed == 1;
-      if ((pass == 0) != decode) continue;
-      if (ScheduleChunk(*s, budget, now_s, out, scheduled)) budget -= out.chunks.back().n_tokens;
-    }
-  }
-
-  // Admission. Static batching admits only when the previous batch is done,
-  // and then forms the whole batch at once (up to max_concurrent_sequences):
-  // members whose prompts do not fit this step's budget join the batch now
-  // and prefill in the next steps, so a batch is not cut to one step's tokens.
-  const bool may_admit = opts_.continuous_batching || running_.empty();
-  if (may_admit) {
-    SortByRank(waiting_, now_s);
-    const std::vector<SeqState*> snapshot = waiting_;
-    for (SeqState* s : snapshot) {
-      if (s->status != SeqStatus::kWaiting) continue;
-      if (budget <= 0) {
-        if (opts_.continuous_batching ||
-            RunningSeats() + s->num_seats > opts_.max_concurrent_sequences)
-          break;
-        std::erase(waiting_, s);
-        --num_waiting_[static_cast<int>(s->priority)];
-        s->status = SeqStatus::kRunning;
-        running_.push_back(s);
-        continue;
-      }
-      bool room = true;
-      while (RunningSeats() + s->num_seats > opts_.max_concurrent_sequences) {
-        // Interactive work takes the slots of lower-priority sequences.
-        SeqState* victim = opts_.continuous_batching
-                               ? PickVictim(*s, now_s, scheduled, /*lower_priority_only=*/true)
-                               : nullptr;
-        if (!victim) {
-          room = false;
-          break;
-        }
-        Preempt(*victim, out);
-      }
-      if (!room) break;
-      AdmitFromPrefixCache(*s);
-      // Join the running set first so ScheduleChunk's bookkeeping sees it.
-      std::erase(waiting_, s);
-      --num_waiting_[static_cast<int>(s->priority)];
-      s->status = SeqStatus::kRunning;
-      running_.push_back(s);
-      if (ScheduleChunk(*s, budget, now_s, out, scheduled)) {
-        budget -= out.chunks.back().n_tokens;
-        continue;
-      }
-      // No room: back to waiting, giving up any cached blocks it took. FCFS:
-      // nothing ranked below it may jump ahead.
-      pool_->ReleaseTable(s->blocks);
-      s->blocks.clear();
-      s->num_computed = 0;
-      s->num_published = 0;
-      std::erase(running_, s);
-      s->status = SeqStatus::kWaiting;
-      waiting_.push_back(s);
-      ++num_waiting_[static_cast<int>(s->priority)];
-      break;
-    }
-  }
+  if (opts_.continuous_batching)
+    ScheduleContinuous(now_s, out);
+  else
+    ScheduleStatic(now_s, out);
   return out;
 }
 

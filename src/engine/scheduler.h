@@ -13,10 +13,20 @@
 // stalls the streams already running.
 //
 // Policies, each a small named function in scheduler.cc:
-//  - order: interactive before batch, FCFS (arrival) within a priority;
-//    a batch sequence waiting longer than aging_s ranks as interactive;
+//  - order: interactive before batch; within a priority, the sequence whose
+//    tenant would hold fewer running slots first (fair share), then FCFS
+//    (arrival); a batch sequence waiting longer than aging_s ranks as
+//    interactive;
 //  - admission: bounded waiting queue per priority; waiting sequences join
-//    when the token budget, the running-set cap and KV blocks allow;
+//    when the token budget, the running-set cap and KV blocks allow. Decodes
+//    come first; prefill chunks of running sequences and newcomers then share
+//    the rest of the token budget in one rank order, so a newcomer is not
+//    starved behind long prompts already running;
+//  - fair share: a waiting sequence of a tenant holding fewer running slots
+//    than another tenant of the same priority takes a slot from it (the
+//    other tenant's lowest-ranked running sequence is preempted), until the
+//    tenants hold equal shares. One tenant (every request from the same
+//    caller) is plain FCFS;
 //  - KV exhaustion: allocation fails without side effects and the lowest
 //    ranked running sequence not yet in this step (lowest priority, latest
 //    arrival) is preempted: its blocks go back to the pool (kept in the
@@ -42,12 +52,11 @@
 #include <vector>
 
 #include "engine/kv_block_pool.h"
-#include "engine/priority.h"
 #include "engine/prefix_cache.h"
+#include "engine/priority.h"
 #include "util/status.h"
 
 namespace brisk {
-
 
 struct SchedulerOptions {
   int max_batch_tokens = 512;         // tokens per step
@@ -56,7 +65,8 @@ struct SchedulerOptions {
   int block_size = 16;
   bool continuous_batching = true;
   bool prefix_cache = true;
-  double aging_s = 5;  // batch sequences waiting this long rank as interactive
+  double aging_s = 5;      // batch sequences waiting this long rank as interactive
+  bool fair_share = true;  // running slots shared equally between tenants
   int max_waiting[kNumPriorities] = {256, 1024};
 };
 
@@ -69,6 +79,7 @@ enum class SchedFinish : uint8_t { kNone, kDeadline };
 struct SeqState {
   int64_t id = 0;
   Priority priority = Priority::kInteractive;
+  uint64_t tenant = 0;  // fair-share group: who sent it (engine: hash of the caller)
   double arrival_s = 0;
   double deadline_s = std::numeric_limits<double>::infinity();
   std::vector<int32_t> tokens;  // known: prompt + generated
@@ -161,6 +172,8 @@ class Scheduler {
   const SeqState* Find(int64_t id) const;
   // Waiting sequences of priority p that were never scheduled.
   int32_t NumQueued(Priority p) const;
+  // Running slots the tenant's sequences hold now.
+  int64_t TenantSeats(uint64_t tenant) const;
   bool HasWork() const { return !seqs_.empty(); }
   int64_t num_seqs() const { return static_cast<int64_t>(seqs_.size()); }
   SchedulerStats stats() const;
@@ -175,7 +188,14 @@ class Scheduler {
 
  private:
   bool Outranks(const SeqState& a, const SeqState& b, double now_s) const;
+  int64_t SeatsIfRunning(const SeqState& s) const;
   int64_t RunningSeats() const;
+  void JoinRunning(SeqState& s);
+  void LeaveRunning(SeqState& s);
+  void ScheduleContinuous(double now_s, SchedulerOutput& out);
+  void ScheduleStatic(double now_s, SchedulerOutput& out);
+  bool TryAdmit(SeqState& s, int budget, double now_s, SchedulerOutput& out,
+                std::vector<SeqState*>& scheduled);
   int EffectivePriority(const SeqState& s, double now_s) const;
   void SortByRank(std::vector<SeqState*>& v, double now_s) const;
   bool ScheduleChunk(SeqState& s, int budget, double now_s, SchedulerOutput& out,
@@ -183,9 +203,13 @@ class Scheduler {
   bool AllocateOrPreempt(SeqState& s, int32_t n_new, double now_s, SchedulerOutput& out,
                          const std::vector<SeqState*>& scheduled);
   SeqState* PickVictim(const SeqState& for_seq, double now_s,
-                       const std::vector<SeqState*>& scheduled, bool lower_priority_only);
+                       const std::vector<SeqState*>& scheduled);
+  using TenantSeatMap = std::unordered_map<uint64_t, int64_t>;
+  std::vector<SeqState*> SlotVictims(const SeqState& s, int64_t seats_needed, double now_s,
+                                     const std::vector<SeqState*>& scheduled,
+                                     const TenantSeatMap& planned = {}) const;
   void Preempt(SeqState& s, SchedulerOutput& out);
-  void MakeRoomForHigherPriority(double now_s, SchedulerOutput& out);
+  void MakeRoom(double now_s, SchedulerOutput& out);
   void AdmitFromPrefixCache(SeqState& s);
   void PublishComputed(SeqState& s);
   void Free(SeqState& s);
@@ -198,6 +222,7 @@ class Scheduler {
   std::unordered_map<int64_t, std::unique_ptr<SeqState>> seqs_;
   std::vector<SeqState*> running_;
   std::vector<SeqState*> waiting_;
+  TenantSeatMap tenant_seats_;  // running slots per tenant
   int32_t num_waiting_[kNumPriorities] = {0, 0};
   int64_t preemptions_ = 0;
   int64_t prefix_query_tokens_ = 0, prefix_hit_tokens_ = 0;

@@ -65,6 +65,7 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"threads", r.Int(&s.threads, 0, 4096)},
            {"kv_cache_bytes", r.Bytes(&s.kv_cache_bytes, kMaxBytes)},
            {"aging_seconds", r.Seconds(&s.aging_seconds, false, kDay)},
+           {"fair_share", r.Bool(&s.fair_share)},
        }},
       {"cache",
        {

@@ -39,6 +39,7 @@ struct InferenceConfig {
     int prefill_chunk_tokens = 0;                 // 0 = max_batch_tokens
     int threads = 0;                              // 0 = all cores
     int64_t kv_cache_bytes = int64_t{512} << 20;  // YAML: integer or "512MiB", "2GiB", "1.5GB"
+    bool fair_share = true;                       // running slots shared equally between tenants
     double aging_seconds = 5;                     // batch requests waiting this long are promoted
     bool operator==(const Scheduler&) const = default;
   } scheduler;
@@ -62,7 +63,7 @@ struct InferenceConfig {
     double request_timeout_s = 10;              // reading one request (headers + body)
     double idle_timeout_s = 60;                 // keep-alive connection with no request
     int max_connections = 10000;
-    double drain_grace_s = 30;  // on shutdown, in-flight requests get this long
+    double drain_grace_s = 30;         // on shutdown, in-flight requests get this long
     bool metrics_require_key = false;  // /metrics answers only with an API key (when keys exist)
     // Request bodies with keys the API does not know: "reject" (a 400, as
     // OpenAI) or "ignore" (skipped, listed in the x-brisk-ignored-fields

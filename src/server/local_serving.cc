@@ -13,6 +13,7 @@ EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threa
   eo.continuous_batching = config.scheduler.continuous_batching;
   eo.prefix_cache = config.cache.prefix_cache;
   eo.aging_s = config.scheduler.aging_seconds;
+  eo.fair_share = config.scheduler.fair_share;
   eo.max_waiting[0] = config.limits.max_queue_interactive;
   eo.max_waiting[1] = config.limits.max_queue_batch;
   eo.max_context_tokens = config.model.max_context_tokens;

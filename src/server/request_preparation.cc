@@ -167,6 +167,16 @@ std::variant<int, api::ApiError> MaxTokensFor(const PreparationContext& ctx,
 
 }  // namespace
 
+std::string_view RemoteHost(std::string_view remote) {
+  const size_t colon = remote.rfind(':');
+  if (colon == std::string_view::npos || remote.find(']', colon) != std::string_view::npos)
+    return remote;
+  remote = remote.substr(0, colon);
+  if (remote.size() >= 2 && remote.front() == '[' && remote.back() == ']')
+    remote = remote.substr(1, remote.size() - 2);
+  return remote;
+}
+
 std::variant<Caller, api::ApiError> Authenticate(const InferenceConfig& config,
                                                  std::string_view auth) {
   if (config.keys.empty()) return Caller{};
@@ -238,6 +248,10 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
   const auto deadline =
       arrival + std::chrono::microseconds(static_cast<int64_t>(std::get<double>(timeout_s) * 1e6));
   const std::string salt = config.cache.share_prefix_across_tenants ? "" : out.tenant;
+  // Running slots are shared between callers: the key's tenant, or without
+  // keys the client's address (its port dropped: one host, one share).
+  const std::string fair_tenant =
+      out.tenant.empty() ? "addr:" + std::string(RemoteHost(req.remote)) : "key:" + out.tenant;
   for (auto& tokens : std::get<std::vector<std::vector<int32_t>>>(prompts)) {
     auto max_tokens = MaxTokensFor(ctx, ar, static_cast<int64_t>(tokens.size()));
     if (auto* e = std::get_if<api::ApiError>(&max_tokens)) return *e;
@@ -256,6 +270,7 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
     g.arrival = arrival;
     g.deadline = deadline;
     g.cache_salt = salt;
+    g.tenant = fair_tenant;
     out.prompts.push_back(std::move(g));
   }
   return out;

@@ -46,6 +46,10 @@ struct PreparedRequest {
   std::vector<GenerationRequest> prompts;
 };
 
+// The host part of a peer address: "127.0.0.1:5555" -> "127.0.0.1",
+// "[::1]:5555" -> "::1".
+std::string_view RemoteHost(std::string_view remote);
+
 // The tenant and feature an Authorization header maps to, or the 401 to send.
 // Without configured keys everyone is the anonymous tenant "".
 struct Caller {
@@ -62,7 +66,7 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
                                                             Clock::time_point arrival);
 
 // The OpenAI error shape with the given status, type, message, code, param.
-api::ApiError MakeApiError(int status, std::string type, std::string message,
-                           std::string code = "", std::string param = "");
+api::ApiError MakeApiError(int status, std::string type, std::string message, std::string code = "",
+                           std::string param = "");
 
 }  // namespace brisk

@@ -85,6 +85,15 @@ TEST_F(RequestPreparationTest, ChatBecomesOneEngineRequest) {
   EXPECT_FALSE(p.stream);
 }
 
+// Without keys, callers share the running slots by client address.
+TEST_F(RequestPreparationTest, WithoutKeysTheFairShareIsPerClientAddress) {
+  http::Request r = Post(kChat);
+  r.remote = "10.0.0.7:40000";
+  EXPECT_EQ(Ok(Prepare(r)).prompts[0].tenant, "addr:10.0.0.7");
+  r.remote = "10.0.0.7:40001";  // another connection of the same host
+  EXPECT_EQ(Ok(Prepare(r)).prompts[0].tenant, "addr:10.0.0.7");
+}
+
 TEST_F(RequestPreparationTest, KeysMapToTenantAndFeature) {
   config_.keys = {{"k1", "acme", "search"}, {"k2", "beta", ""}};
   EXPECT_EQ(Err(Prepare(Post(kChat))).http_status, 401);
@@ -93,6 +102,7 @@ TEST_F(RequestPreparationTest, KeysMapToTenantAndFeature) {
   EXPECT_EQ(Ok(a).tenant, "acme");
   EXPECT_EQ(Ok(a).feature, "search");  // the key's tag wins over the header
   EXPECT_EQ(Ok(a).prompts[0].cache_salt, "acme");
+  EXPECT_EQ(Ok(a).prompts[0].tenant, "key:acme");  // the scheduler's fair share
   const auto b = Prepare(Post(kChat, {{"Authorization", "Bearer k2"}, {"X-Feature", "x"}}));
   EXPECT_EQ(Ok(b).feature, "x");
   config_.cache.share_prefix_across_tenants = true;
@@ -236,6 +246,14 @@ TEST_F(RequestPreparationTest, UserTypedControlTokensStayText) {
   };
   // The template's own control tokens only: as many as for a plain message.
   EXPECT_EQ(count_control(Ok(v).prompts[0].prompt), count_control(Ok(plain).prompts[0].prompt));
+}
+
+TEST(RemoteHost, DropsThePort) {
+  EXPECT_EQ(RemoteHost("127.0.0.1:5555"), "127.0.0.1");
+  EXPECT_EQ(RemoteHost("[::1]:5555"), "::1");
+  EXPECT_EQ(RemoteHost("[fe80::1]"), "[fe80::1]");
+  EXPECT_EQ(RemoteHost("host"), "host");
+  EXPECT_EQ(RemoteHost(""), "");
 }
 
 }  // namespace

@@ -41,8 +41,11 @@ def peak_rss_bytes(server):
 
 # ---------------------------------------------------------------- raw HTTP
 
-def connect(server, timeout=5.0):
-    return socket.create_connection((server.host, server.port), timeout=timeout)
+def connect(server, timeout=5.0, source=None):
+    """A raw connection; `source` = (address, 0) connects from another local
+    address (e.g. 127.0.0.2: another client host, for the scheduler's fair share)."""
+    return socket.create_connection((server.host, server.port), timeout=timeout,
+                                    source_address=source)
 
 
 def read_head(s, timeout=5.0, skip_interim=True):
@@ -124,11 +127,12 @@ def post_head(server, length=None, extra=""):
             f"Content-Type: application/json\r\n{framing}{extra}\r\n").encode()
 
 
-def post(server, path, body, timeout=60, headers=None):
+def post(server, path, body, timeout=60, headers=None, source=None):
     """POST on a fresh connection: (status, parsed JSON or raw bytes, seconds)."""
     if not isinstance(body, bytes):
         body = json.dumps(body).encode()
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=timeout)
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=timeout,
+                                      source_address=source)
     t0 = time.monotonic()
     try:
         conn.request("POST", path, body=body,

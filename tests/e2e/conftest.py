@@ -4,6 +4,10 @@ import pathlib
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+# Waits for whole workloads (not latency checks) scale by this: the sanitizer
+# run (scripts/sanitize_and_fuzz.sh) sets it, since the server under ASan
+# computes several times slower.
+TIME_SCALE = float(os.environ.get("BRISK_E2E_TIME_SCALE", "1"))
 
 
 def skip_or_fail(reason):

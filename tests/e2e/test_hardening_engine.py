@@ -357,3 +357,44 @@ def test_big_batch_request_leaves_room_for_interactive(brisk_server):
     assert chat_s < 5.0, f"a 1-token interactive chat took {chat_s:.2f} s behind the batch"
     assert batch_still_running, f"the batch ended before the chat, nothing tested: {batch_result}"
     assert left == 0, f"{left:g} sequences running or waiting 20 s after the batch's client left"
+
+
+def hog_slots(server, n, max_tokens, source):
+    """n long completions from `source` (another client host), in threads;
+    returns the threads (alive while their requests run)."""
+    def one(i):
+        post(server, "/v1/completions",
+             {"model": MODEL_ID, "prompt": f"Story {i}:", "max_tokens": max_tokens,
+              "ignore_eos": True}, timeout=300, source=source)
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while server.metric("brisk:num_requests_running") < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.metric("brisk:num_requests_running") == 4
+    return threads
+
+
+@pytest.mark.parametrize("fair_share", [True, False])
+def test_another_callers_work_cannot_hold_every_slot(make_server, fair_share):
+    """Finding 3's other half: one caller's legitimate long requests held all
+    running slots, so another caller's 1-token chat waited for one of them to
+    finish. With the scheduler's fair share (the default) the newcomer takes a
+    slot from the caller holding them all and is answered while all of that
+    caller's requests still run; with fair_share: false it waits (FCFS)."""
+    server = make_server(f"scheduler: {{max_concurrent_sequences: 4, "
+                         f"fair_share: {str(fair_share).lower()}}}\n")
+    hogs = hog_slots(server, 5, 64, source=("127.0.0.2", 0))
+    client = server.client(timeout=120)
+    r = client.chat.completions.create(model=MODEL_ID, messages=SHORT, max_tokens=1)
+    hogs_running = sum(t.is_alive() for t in hogs)
+    record = next(x for x in server.access_log() if x.get("request_id") == r.id)
+    print(f"fair_share={fair_share}: chat queued {record.get('queue_ms')} ms; "
+          f"{hogs_running} of 5 long requests still running")
+    if fair_share:
+        assert hogs_running == 5, "the chat waited for another caller's request to finish"
+    else:
+        assert hogs_running < 5, "without fair share the chat waits for a free slot"
+    for t in hogs:
+        t.join(300)

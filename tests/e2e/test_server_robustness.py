@@ -21,7 +21,7 @@ import time
 import openai
 import pytest
 
-from conftest import MODEL_ID, BriskServer
+from conftest import MODEL_ID, TIME_SCALE, BriskServer
 
 HELLO = [{"role": "user", "content": "Tell me a long story about a lighthouse keeper."}]
 
@@ -204,13 +204,13 @@ def test_mass_disconnect_frees_everything(brisk_server):
     use_rst = [rng.random() < 0.5 for _ in range(N_CLIENTS)]
     cancelled0 = metric(server, "brisk:requests_total", {"outcome": "cancelled"})
     ok0 = metric(server, "brisk:requests_total", {"outcome": "ok"})
-    client = server.client(timeout=150)
+    client = server.client(timeout=150 * TIME_SCALE)
     start = threading.Barrier(N_CLIENTS, timeout=60)
 
     def killed(i):
         body = {"model": MODEL_ID, "messages": [{"role": "user", "content": f"Story {i}:"}],
                 "max_tokens": STREAM_TOKENS, "stream": True, "ignore_eos": True}
-        s = socket.create_connection((server.host, server.port), timeout=150)
+        s = socket.create_connection((server.host, server.port), timeout=150 * TIME_SCALE)
         start.wait()
         try:
             s.sendall(sse_request_bytes(server, body))
@@ -263,7 +263,7 @@ def test_mass_disconnect_frees_everything(brisk_server):
     try:
         with concurrent.futures.ThreadPoolExecutor(N_CLIENTS) as pool:
             futs = [pool.submit(killed if roles[i] else survivor, i) for i in range(N_CLIENTS)]
-            results = [f.result(timeout=170) for f in futs]
+            results = [f.result(timeout=170 * TIME_SCALE) for f in futs]
     finally:
         stop_sampling.set()
         sampler.join()
@@ -344,7 +344,7 @@ def fire_burst(server, n, max_tokens, priority_of=lambda i: None):
         return r.status, r.getheader("Retry-After"), data, dt
 
     with concurrent.futures.ThreadPoolExecutor(n) as pool:
-        return [f.result(timeout=150) for f in [pool.submit(one, i) for i in range(n)]]
+        return [f.result(timeout=150 * TIME_SCALE) for f in [pool.submit(one, i) for i in range(n)]]
 
 
 def test_overload_rejects_fast_with_retry_after(make_server):
