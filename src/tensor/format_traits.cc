@@ -23,24 +23,35 @@ constexpr FormatTraits kFormats[] = {
      DType::kQ8_0, 32, 8},
     {DType::kQ4_1, "Q4_1", 32, sizeof(BlockQ4_1), r::QuantizeQ4_1, r::DequantizeQ4_1, kKindQ4_1,
      DType::kQ8_1, 32, 0},
-    {DType::kQ5_0, "Q5_0", 32, 22, nullptr, nullptr, -1, kNone, 0, 0},
-    {DType::kQ5_1, "Q5_1", 32, 24, nullptr, nullptr, -1, kNone, 0, 0},
+    {DType::kQ5_0, "Q5_0", 32, sizeof(BlockQ5_0), r::QuantizeQ5_0, r::DequantizeQ5_0, kKindQ5_0,
+     DType::kQ8_0, 32, 16},
+    {DType::kQ5_1, "Q5_1", 32, sizeof(BlockQ5_1), r::QuantizeQ5_1, r::DequantizeQ5_1, kKindQ5_1,
+     DType::kQ8_1, 32, 0},
     // Zero point 128: kernels may store Q8_0 weights as q+128 (unsigned); the
     // others ignore the aux term.
     {DType::kQ8_0, "Q8_0", 32, sizeof(BlockQ8_0), r::QuantizeQ8_0, r::DequantizeQ8_0, kKindQ8_0,
      DType::kQ8_0, 32, 128},
     {DType::kQ8_1, "Q8_1", 32, sizeof(BlockQ8_1), r::QuantizeQ8_1, r::DequantizeQ8_1, -1, kNone, 0,
      0},
-    {DType::kQ2_K, "Q2_K", 256, 84, nullptr, nullptr, -1, kNone, 0, 0},
-    {DType::kQ3_K, "Q3_K", 256, 110, nullptr, nullptr, -1, kNone, 0, 0},
+    // Q2_K's and Q3_K's sub-blocks of 16 each get their own activation scale.
+    {DType::kQ2_K, "Q2_K", 256, sizeof(BlockQ2_K), r::QuantizeQ2_K, r::DequantizeQ2_K, kKindQ2_K,
+     DType::kQ8_K, 16, 0},
+    {DType::kQ3_K, "Q3_K", 256, sizeof(BlockQ3_K), r::QuantizeQ3_K, r::DequantizeQ3_K, kKindQ3_K,
+     DType::kQ8_K, 16, 4},
     {DType::kQ4_K, "Q4_K", 256, sizeof(BlockQ4_K), r::QuantizeQ4_K, r::DequantizeQ4_K, kKindQ4_K,
      DType::kQ8_K, 32, 0},
-    {DType::kQ5_K, "Q5_K", 256, 176, nullptr, nullptr, -1, kNone, 0, 0},
+    {DType::kQ5_K, "Q5_K", 256, sizeof(BlockQ5_K), r::QuantizeQ5_K, r::DequantizeQ5_K, kKindQ5_K,
+     DType::kQ8_K, 32, 0},
     // Q6_K's sub-blocks of 16 each get their own activation scale.
     {DType::kQ6_K, "Q6_K", 256, sizeof(BlockQ6_K), r::QuantizeQ6_K, r::DequantizeQ6_K, kKindQ6_K,
      DType::kQ8_K, 16, 32},
     {DType::kQ8_K, "Q8_K", 256, sizeof(BlockQ8_K), r::QuantizeQ8_K, r::DequantizeQ8_K, -1, kNone, 0,
      0},
+    // Grid levels are int8 (-127..113): zero point 128 as for Q8_0.
+    {DType::kIQ4_NL, "IQ4_NL", 32, sizeof(BlockIQ4_NL), r::QuantizeIQ4_NL, r::DequantizeIQ4_NL,
+     kKindIQ4_NL, DType::kQ8_0, 32, 128},
+    {DType::kIQ4_XS, "IQ4_XS", 256, sizeof(BlockIQ4_XS), r::QuantizeIQ4_XS, r::DequantizeIQ4_XS,
+     kKindIQ4_XS, DType::kQ8_K, 32, 128},
     {DType::kBF16, "BF16", 1, 2, r::QuantizeBF16, r::DequantizeBF16, kKindBF16, DType::kF32, 0, 0},
 };
 

@@ -23,6 +23,13 @@ enum WeightKind : int {
   kKindQ4_1,
   kKindQ4_K,
   kKindQ6_K,
+  kKindQ5_0,
+  kKindQ5_1,
+  kKindQ5_K,
+  kKindQ3_K,
+  kKindQ2_K,
+  kKindIQ4_NL,
+  kKindIQ4_XS,
   kNumWeightKinds
 };
 
@@ -30,11 +37,11 @@ enum WeightKind : int {
 // weight format's traits ask (act_group, act_zero_point). Per token: k int8
 // quants in groups of `group` elements, one float scale per group
 // (x ~= d*q, d = amax/127), and one 4-byte aux value per group:
-//  - weights with an integer zero point z (zero_point > 0; Q4_0: 8, Q8_0:
-//    128 as kernels may store q+128 as unsigned, Q6_K: 32): int32 aux =
-//    -z * sum(q);
-//  - weights with a float min (zero_point 0; Q4_1, Q4_K): float aux =
-//    d * sum(q).
+//  - weights with an integer zero point z (zero_point > 0; Q4_0: 8, Q5_0:
+//    16, Q3_K: 4, Q6_K: 32, Q8_0 and IQ4_*: 128 as kernels may store
+//    q+128 as unsigned): int32 aux = -z * sum(q);
+//  - weights with a float min (zero_point 0; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K):
+//    float aux = d * sum(q).
 // So a group's dot product is d_w*d_x*(sum(qw*qx) + aux) or
 // d_w*d_x*sum(qw*qx) + min_w*aux.
 struct QuantActs {

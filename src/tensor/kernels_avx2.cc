@@ -102,6 +102,17 @@ VF HalfLoF(VI v) {
       _mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
 }
 
+VI OrI(VI a, VI b) { return _mm256_or_si256(a, b); }
+VI Slli32(VI a, int n) { return _mm256_slli_epi32(a, n); }
+// The 16 bytes at p in every 128-bit lane; bytes of `table` picked by idx (0..15).
+VI Broadcast16I(const void* p) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+}
+VI ShuffleI8(VI table, VI idx) { return _mm256_shuffle_epi8(table, idx); }
+VI LoadU8I(const void* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
+}
+
 // Tokens per register tile: NT int + NT float accumulators must fit the
 // register file with room for the weights.
 #define BRISK_TILE_TOKENS 6

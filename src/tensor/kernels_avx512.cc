@@ -77,6 +77,17 @@ VI GatherI(const void* base, VI offsets) { return _mm512_i32gather_epi32(offsets
 // Low 16 bits of each lane as a half.
 VF HalfLoF(VI v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)); }
 
+VI OrI(VI a, VI b) { return _mm512_or_si512(a, b); }
+VI Slli32(VI a, int n) { return _mm512_slli_epi32(a, n); }
+// The 16 bytes at p in every 128-bit lane; bytes of `table` picked by idx (0..15).
+VI Broadcast16I(const void* p) {
+  return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+}
+VI ShuffleI8(VI table, VI idx) { return _mm512_shuffle_epi8(table, idx); }
+VI LoadU8I(const void* p) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+}
+
 // Tokens per register tile: NT int + NT float accumulators must fit the
 // register file with room for the weights.
 #define BRISK_TILE_TOKENS 12

@@ -1,6 +1,7 @@
 // The scalar reference kernel table: plain C++, one group at a time. SIMD
 // tables must agree with it up to float summation order.
 #include <cmath>
+#include <cstring>
 
 #include "tensor/float16.h"
 #include "tensor/kernel_table.h"
@@ -74,6 +75,92 @@ void DecodeQ6_K(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
   int lshift = (quarter >= 2) ? 4 : 0, hshift = 2 * quarter;
   for (int l = 0; l < 16; ++l)
     v[l] = (((ql[l] >> lshift) & 0xF) | ((qh[l] >> hshift) & 3) << 4) - 32;
+}
+
+// Q5_0 / Q5_1: element j's 5-bit quant.
+int Quant5(const uint8_t* qh, const uint8_t* qs, int j) {
+  uint32_t h;
+  std::memcpy(&h, qh, 4);
+  return (j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4) | static_cast<int>((h >> j) & 1) << 4;
+}
+
+void DecodeQ5_0(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  const auto* b = reinterpret_cast<const BlockQ5_0*>(row) + g;
+  *dw = HalfToFloat(b->d);
+  *c = 0;
+  for (int j = 0; j < 32; ++j) v[j] = Quant5(b->qh, b->qs, j) - 16;
+}
+
+void DecodeQ5_1(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  const auto* b = reinterpret_cast<const BlockQ5_1*>(row) + g;
+  *dw = HalfToFloat(b->d);
+  *c = HalfToFloat(b->m);
+  for (int j = 0; j < 32; ++j) v[j] = Quant5(b->qh, b->qs, j);
+}
+
+void DecodeIQ4_NL(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  const auto* b = reinterpret_cast<const BlockIQ4_NL*>(row) + g;
+  *dw = HalfToFloat(b->d);
+  *c = 0;
+  for (int j = 0; j < 16; ++j) {
+    v[j] = kIQ4NLValues[b->qs[j] & 0xF];
+    v[j + 16] = kIQ4NLValues[b->qs[j] >> 4];
+  }
+}
+
+void DecodeIQ4_XS(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  // 8 groups of 32 per super-block
+  const auto* b = reinterpret_cast<const BlockIQ4_XS*>(row) + g / 8;
+  const int j = static_cast<int>(g % 8);
+  const int ls = ((b->scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | ((b->scales_h >> (2 * j)) & 3) << 4;
+  *dw = HalfToFloat(b->d) * static_cast<float>(ls - 32);
+  *c = 0;
+  const uint8_t* qs = b->qs + 16 * j;
+  for (int l = 0; l < 16; ++l) {
+    v[l] = kIQ4NLValues[qs[l] & 0xF];
+    v[l + 16] = kIQ4NLValues[qs[l] >> 4];
+  }
+}
+
+void DecodeQ5_K(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  // 8 groups of 32 per super-block
+  const auto* b = reinterpret_cast<const BlockQ5_K*>(row) + g / 8;
+  int j = static_cast<int>(g % 8), sc, m;
+  ScaleMinK4(j, b->scales, &sc, &m);
+  *dw = HalfToFloat(b->d) * static_cast<float>(sc);
+  *c = -HalfToFloat(b->dmin) * static_cast<float>(m);
+  const uint8_t* q = b->qs + 32 * (j / 2);
+  for (int l = 0; l < 32; ++l) v[l] = ((q[l] >> (4 * (j & 1))) & 0xF) | ((b->qh[l] >> j) & 1) << 4;
+}
+
+// Q3_K / Q2_K: element e = 128h + 32s + l of a super-block sits in bits
+// 2s..2s+1 of qs[32h + l]; group (sub-block) j holds e = 16j .. 16j+15.
+void DecodeQ3_K(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  // 16 groups of 16 per super-block
+  const auto* b = reinterpret_cast<const BlockQ3_K*>(row) + g / 16;
+  const int j = static_cast<int>(g % 16);
+  const int u = (j < 8 ? b->scales[j] & 0xF : b->scales[j - 8] >> 4) |
+                ((b->scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4;
+  *dw = HalfToFloat(b->d) * static_cast<float>(u - 32);
+  *c = 0;
+  for (int l = 0; l < 16; ++l) {
+    const int e = 16 * j + l, h = e / 128, s = (e % 128) / 32;
+    const int ql = (b->qs[32 * h + e % 32] >> (2 * s)) & 3;
+    const int hb = (b->hmask[e % 32] >> (4 * h + s)) & 1;
+    v[l] = ql + 4 * hb - 4;
+  }
+}
+
+void DecodeQ2_K(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
+  // 16 groups of 16 per super-block
+  const auto* b = reinterpret_cast<const BlockQ2_K*>(row) + g / 16;
+  const int j = static_cast<int>(g % 16);
+  *dw = HalfToFloat(b->d) * static_cast<float>(b->scales[j] & 0xF);
+  *c = -HalfToFloat(b->dmin) * static_cast<float>(b->scales[j] >> 4);
+  for (int l = 0; l < 16; ++l) {
+    const int e = 16 * j + l, h = e / 128, s = (e % 128) / 32;
+    v[l] = (b->qs[32 * h + e % 32] >> (2 * s)) & 3;
+  }
 }
 
 template <DecodeGroupFn kDecode>
@@ -171,7 +258,9 @@ const KernelTable kScalarTable = {
     1,
     {Plain(MatMulF32), Plain(MatMulF16), Plain(MatMulBF16), Plain(MatMulQ<DecodeQ8_0>),
      Plain(MatMulQ<DecodeQ4_0>), Plain(MatMulQ<DecodeQ4_1>), Plain(MatMulQ<DecodeQ4_K>),
-     Plain(MatMulQ<DecodeQ6_K>)},
+     Plain(MatMulQ<DecodeQ6_K>), Plain(MatMulQ<DecodeQ5_0>), Plain(MatMulQ<DecodeQ5_1>),
+     Plain(MatMulQ<DecodeQ5_K>), Plain(MatMulQ<DecodeQ3_K>), Plain(MatMulQ<DecodeQ2_K>),
+     Plain(MatMulQ<DecodeIQ4_NL>), Plain(MatMulQ<DecodeIQ4_XS>)},
     QuantizeActs,
     RefF32ToF16,
 };

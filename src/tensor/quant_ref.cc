@@ -10,7 +10,6 @@
 #include "tensor/quant_blocks.h"
 
 namespace brisk::quant_ref {
-namespace {
 
 void GetScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
   if (j < 4) {
@@ -22,7 +21,6 @@ void GetScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
   }
 }
 
-// The inverse of GetScaleMinK4 for all 8 sub-blocks (values 0..63).
 void SetScalesMinsK4(const int* sc, const int* m, uint8_t* q) {
   for (int j = 0; j < 4; ++j) {
     q[j] = static_cast<uint8_t>(sc[j] | (sc[j + 4] >> 4) << 6);
@@ -30,6 +28,8 @@ void SetScalesMinsK4(const int* sc, const int* m, uint8_t* q) {
     q[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | (m[j + 4] & 0xF) << 4);
   }
 }
+
+namespace {
 
 int Clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 

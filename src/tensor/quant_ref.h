@@ -29,4 +29,28 @@ void DequantizeQ6_K(const void* src, float* dst, int64_t n);
 void QuantizeQ8_K(const float* src, void* dst, int64_t n);
 void DequantizeQ8_K(const void* src, float* dst, int64_t n);
 
+// quant_ref_32.cc: blocks of 32 with 5-bit quants or the IQ4_NL grid.
+void QuantizeQ5_0(const float* src, void* dst, int64_t n);
+void DequantizeQ5_0(const void* src, float* dst, int64_t n);
+void QuantizeQ5_1(const float* src, void* dst, int64_t n);
+void DequantizeQ5_1(const void* src, float* dst, int64_t n);
+void QuantizeIQ4_NL(const float* src, void* dst, int64_t n);
+void DequantizeIQ4_NL(const void* src, float* dst, int64_t n);
+// quant_ref_k.cc: the other super-blocks of 256.
+void QuantizeQ2_K(const float* src, void* dst, int64_t n);
+void DequantizeQ2_K(const void* src, float* dst, int64_t n);
+void QuantizeQ3_K(const float* src, void* dst, int64_t n);
+void DequantizeQ3_K(const void* src, float* dst, int64_t n);
+void QuantizeQ5_K(const float* src, void* dst, int64_t n);
+void DequantizeQ5_K(const void* src, float* dst, int64_t n);
+void QuantizeIQ4_XS(const float* src, void* dst, int64_t n);
+void DequantizeIQ4_XS(const void* src, float* dst, int64_t n);
+
+// Index of the IQ4_NL grid level nearest to t.
+int NearestIQ4(float t);
+// Q4_K / Q5_K packing of 8 (6-bit scale, 6-bit min) pairs in 12 bytes:
+// sub-block j's pair, and all 8 pairs written back (values 0..63).
+void GetScaleMinK4(int j, const uint8_t* q, int* sc, int* m);
+void SetScalesMinsK4(const int* sc, const int* m, uint8_t* q);
+
 }  // namespace brisk::quant_ref

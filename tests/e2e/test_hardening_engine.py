@@ -389,7 +389,12 @@ def test_another_callers_work_cannot_hold_every_slot(make_server, fair_share):
     client = server.client(timeout=120)
     r = client.chat.completions.create(model=MODEL_ID, messages=SHORT, max_tokens=1)
     hogs_running = sum(t.is_alive() for t in hogs)
-    record = next(x for x in server.access_log() if x.get("request_id") == r.id)
+    deadline = time.monotonic() + 10  # the access log is written by a background thread
+    record = None
+    while record is None and time.monotonic() < deadline:
+        record = next((x for x in server.access_log() if x.get("request_id") == r.id), None)
+        time.sleep(0.05)
+    assert record is not None, "no access-log record for the chat"
     print(f"fair_share={fair_share}: chat queued {record.get('queue_ms')} ms; "
           f"{hogs_running} of 5 long requests still running")
     if fair_share:
