@@ -179,6 +179,34 @@ class Sampler(threading.Thread):
         self.join(15)
 
 
+def histogram(server, name):
+    """{le: cumulative count} of a Prometheus histogram in /metrics."""
+    try:
+        with urllib.request.urlopen(server.url + "/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        m = re.match(re.escape(name) + r'_bucket\{[^}]*le="([^"]+)"[^}]*\}\s+(\S+)$', line)
+        if m:
+            out[float(m.group(1))] = out.get(float(m.group(1)), 0.0) + float(m.group(2))
+    return out
+
+
+def histogram_quantiles(before, after, qs=(50, 95, 99)):
+    """Upper bucket bounds of the quantiles of what was observed between two
+    snapshots (what a histogram can tell), and the count."""
+    les = sorted(after)
+    delta = [after[le] - before.get(le, 0.0) for le in les]
+    total = delta[-1] if delta else 0
+    out = {"n": total}
+    for q in qs:
+        out[f"p{q}"] = next((le for le, c in zip(les, delta) if total and c >= q / 100 * total),
+                            None)
+    return out
+
+
 def metric_sum(server, name):
     try:
         with urllib.request.urlopen(server.url + "/metrics", timeout=5) as r:
@@ -468,6 +496,7 @@ def ms(x):
 
 def measure(server, key, seconds, during=None):
     """/health poller, normal client and sampler for `seconds` (or while `during` runs)."""
+    steps0 = histogram(server, "brisk:engine_step_seconds")
     sampler = Sampler(server)
     sampler.start()
     poller = HealthPoller(server, 0.010)
@@ -477,10 +506,12 @@ def measure(server, key, seconds, during=None):
     else:
         during()
     client_out = client.stop()
+    steps = histogram_quantiles(steps0, histogram(server, "brisk:engine_step_seconds"))
     health = health_summary(poller)
     sampler.stop()
     time.sleep(0.3)  # the access log is written by a background thread
     return {"health": health, "normal": ttft_summary(client_out, server.access_log()),
+            "engine_step_s": steps,
             "max_running": sampler.max_running, "metric_samples": sampler.samples,
             "metric_errors": sampler.errors}, sampler
 

@@ -38,6 +38,8 @@ def table(phases, cap):
                        f"{fmt(p['baseline']['normal']['queue_max_ms'])} -> "
                        f"{fmt(p['attack']['normal']['queue_p50_ms'])} / "
                        f"{fmt(p['attack']['normal']['queue_max_ms'])}"),
+            ("engine step p50 / p95 / p99 (ms; bucket bounds of brisk:engine_step_seconds), "
+             "baseline -> attack", lambda p: step_cell(p["baseline"]) + " -> " + step_cell(p["attack"])),
             ("of which: front door, p50 / p95 / max (ms; client TTFT - server TTFT), "
              "baseline -> attack",
              lambda p: door_cell(p["baseline"]["normal"]) + " -> "
@@ -67,6 +69,11 @@ def table(phases, cap):
                          + ", ".join(f"{k} x{v}" for k, v in a["answers"].items()))
         out.append(f"| {kind} | " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def step_cell(m):
+    s = m.get("engine_step_s") or {}
+    return " / ".join(fmt(None if s.get(k) is None else s[k] * 1e3, 0) for k in ("p50", "p95", "p99"))
 
 
 def door_cell(n):

@@ -1,8 +1,13 @@
 #include "server/openai_server.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <latch>
+#include <memory>
 #include <thread>
 
 #include "server/header_gate.h"
@@ -46,7 +51,22 @@ AccessOutcome OutcomeOf(const std::string& outcome) {
 // request on a strand of its own. Shared with the engine's sinks, so an output
 // that arrives after Stop() is posted to a stopped pool and dropped.
 struct OpenAiServer::Executors {
-  Executors(int fast_threads, int bulk_threads) : fast(fast_threads), bulk(bulk_threads) {}
+  Executors(int fast_threads, int bulk_threads) : fast(fast_threads), bulk(bulk_threads) {
+    LowerPriority(bulk, bulk_threads);
+  }
+  // Bulk threads run at nice 10: parsing and tokenizing megabytes (often an
+  // attacker's) takes CPU from engine steps and small requests only when the
+  // cores have it to spare.
+  static void LowerPriority(net::thread_pool& pool, int threads) {
+    // Each thread takes exactly one of these tasks (they wait for each other).
+    auto all = std::make_shared<std::latch>(threads);
+    for (int i = 0; i < threads; ++i)
+      net::post(pool, [all] {
+        ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+        all->arrive_and_wait();
+      });
+    all->wait();
+  }
   net::thread_pool fast;  // small requests and every response
   net::thread_pool bulk;  // preparation of large bodies
   net::any_io_executor NewStrand(size_t body_bytes) {
