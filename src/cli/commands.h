@@ -21,6 +21,8 @@ CommandRunner RegisterGenerate(CLI::App& app);
 CommandRunner RegisterBenchModel(CLI::App& app);
 // `brisk bench`: load-test an OpenAI-compatible server (src/loadgen/).
 CommandRunner RegisterBenchServe(CLI::App& app);
+// `brisk schema compile|check|bench`: structured-output grammars without a model run.
+CommandRunner RegisterSchema(CLI::App& app);
 
 // The default model path: $BRISK_MODEL, else ./models/<default>, else the
 // build tree's models/ directory.

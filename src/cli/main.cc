@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
       "bench-model", "Measure prompt processing and generation speed (tokens/s)"));
   auto bench_serve = brisk::RegisterBenchServe(*app.add_subcommand(
       "bench", "Load-test an OpenAI-compatible server (TTFT, TPOT, ITL, goodput)"));
+  auto schema = brisk::RegisterSchema(*app.add_subcommand(
+      "schema", "Compile, check and benchmark JSON Schemas for structured output"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -37,5 +39,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("generate")) return generate();
   if (app.got_subcommand("bench-model")) return bench();
   if (app.got_subcommand("bench")) return bench_serve();
+  if (app.got_subcommand("schema")) return schema();
   return 2;
 }

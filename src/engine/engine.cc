@@ -158,6 +158,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
       outputs_.Process(
           so.chunks, logits_, model_.config().vocab, scheduler_, [this] { return next_seq_id_++; },
           &results_, outputs);
+      last_step_.grammar_mask_s = outputs_.TakeGrammarMaskTimes();
       scheduler_.UpdateFromOutput(so, results_);
     }
   }

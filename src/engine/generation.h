@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,8 @@
 namespace brisk {
 
 using Clock = std::chrono::steady_clock;
+
+struct CompiledConstraint;  // grammar/constraint.h
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kDeadline, kError };
 const char* FinishReasonName(FinishReason r);  // "stop", "length", "cancelled", "deadline", "error"
@@ -42,6 +45,11 @@ struct GenerationRequest {
   std::optional<Clock::time_point> deadline;  // generation ends with kDeadline after it
   std::string cache_salt;                     // prefix-cache isolation (tenant)
   std::string tenant;  // fair share of running slots: the API key's tenant, else the client address
+  // Structured output: every sample's text must be accepted by this grammar
+  // (token masks before sampling; end-of-generation only where the grammar
+  // can end). Null = unconstrained, at no per-step cost. Its `spec` is the
+  // plain data to send across a process seam (recompile there).
+  std::shared_ptr<const CompiledConstraint> constraint;
 };
 
 // What one sample of a request produced in one step. Usage and timings are
@@ -65,6 +73,8 @@ struct StepStats {
   int32_t prefill_tokens = 0;
   int32_t decode_tokens = 0;
   int32_t sequences = 0;
+  // Time of each token mask computed this step (constrained sequences only).
+  std::vector<double> grammar_mask_s;
 };
 
 }  // namespace brisk

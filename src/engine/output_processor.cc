@@ -1,7 +1,10 @@
 #include "engine/output_processor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
+
+#include "grammar/constraint.h"
 
 namespace brisk {
 
@@ -23,7 +26,10 @@ struct OutputProcessor::Sequence {
         detok(tok, r.skip_special_tokens),
         stop_strings(r.stop),
         stop(r.stop),
-        stop_token_ids(r.stop_token_ids) {}
+        stop_token_ids(r.stop_token_ids),
+        constraint(r.constraint) {
+    if (constraint) matcher = std::make_unique<GrammarMatcher>(&constraint->grammar());
+  }
 
   // Sample `k` of the same request, from this one right after its prompt was
   // computed: the same limits and stops, nothing generated yet, its own
@@ -39,8 +45,10 @@ struct OutputProcessor::Sequence {
     proto.min_tokens = min_tokens;
     proto.include_stop_str_in_output = include_stop_str;
     proto.skip_special_tokens = skip_special;
+    proto.constraint = constraint;
     auto child = std::make_unique<Sequence>(child_id, request_id, k, proto, tok);
     child->n_prompt = n_prompt;
+    if (matcher) child->matcher->CopyFrom(*matcher);
     return child;
   }
 
@@ -68,6 +76,8 @@ struct OutputProcessor::Sequence {
   std::vector<std::string> stop_strings;
   StopMatcher stop;
   std::vector<int32_t> stop_token_ids;
+  std::shared_ptr<const CompiledConstraint> constraint;
+  std::unique_ptr<GrammarMatcher> matcher;  // the grammar state; null when unconstrained
   bool finished = false;
   int32_t cached_tokens = 0;  // from the scheduler, kept by NoteScheduled
   double queue_s = -1;
@@ -185,7 +195,13 @@ bool OutputProcessor::PushText(Sequence& s, int32_t tok, SequenceOutput* out) {
 void OutputProcessor::Sample(Sequence& s, std::span<float> logits, std::span<const int32_t> history,
                              const Scheduler& scheduler, SequenceOutput* out, SeqResult* result) {
   if (s.n_generated < s.min_tokens) SuppressStops(s, logits);
+  if (s.matcher) SetGrammarMask(s, logits.size());
   const int32_t tok = s.sampler.Sample(logits, history);
+  if (s.matcher) {
+    s.sampler.ClearMask();
+    // The mask allowed `tok`: its bytes advance the grammar (end tokens have none).
+    if (tok >= 0 && !tokenizer_.IsEog(tok)) s.matcher->AdvanceBytes(tokenizer_.TokenToPiece(tok));
+  }
   if (tok < 0) {
     Finish(s, FinishReason::kError, scheduler, out);
     result->finished = true;
@@ -251,6 +267,25 @@ void OutputProcessor::Process(std::span<const ScheduledChunk> chunks, std::span<
     results->push_back(std::move(result));
     results->insert(results->end(), child_finishes.begin(), child_finishes.end());
   }
+}
+
+void OutputProcessor::SetGrammarMask(Sequence& s, size_t vocab) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!masker_) {
+    token_trie_ = TokenTrie::Build(tokenizer_);
+    masker_ = std::make_unique<TokenMasker>(token_trie_.get());
+  }
+  masker_->Compute(*s.matcher, &mask_bits_);
+  ExpandMask(mask_bits_, vocab, &mask_bytes_);
+  s.sampler.SetMask(mask_bytes_);
+  mask_times_.push_back(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+std::vector<double> OutputProcessor::TakeGrammarMaskTimes() {
+  std::vector<double> out;
+  out.swap(mask_times_);
+  return out;
 }
 
 std::vector<int64_t> OutputProcessor::TakeFinished() {

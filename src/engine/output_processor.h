@@ -31,6 +31,7 @@
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/stop_matcher.h"
+#include "grammar/token_mask.h"
 #include "model/tokenizer.h"
 #include "model/tokenizer_incremental.h"
 
@@ -69,6 +70,9 @@ class OutputProcessor {
   void NoteScheduled(const SeqState& state);
   // Sequences tracked, finished ones included until TakeFinished().
   size_t num_sequences() const { return seqs_.size(); }
+  // Durations of the grammar token masks computed since the last call
+  // (structured output; empty when no sequence is constrained).
+  std::vector<double> TakeGrammarMaskTimes();
 
  private:
   struct Sequence;
@@ -84,6 +88,10 @@ class OutputProcessor {
   // min_tokens on); true when a stop string matched.
   bool PushText(Sequence& s, int32_t tok, SequenceOutput* out);
   void MarkFinished(Sequence& s);
+  // Structured output: the allowed-token mask of the sequence's grammar
+  // state, set on its sampler (the vocabulary's token trie is built on the
+  // first use).
+  void SetGrammarMask(Sequence& s, size_t vocab);
 
   const Tokenizer& tokenizer_;
   const int64_t context_limit_;
@@ -92,6 +100,12 @@ class OutputProcessor {
   std::vector<int64_t> finished_;
   std::vector<float> fork_logits_;
   std::vector<int32_t> eog_ids_;  // the tokenizer's end-of-generation tokens
+  // Structured output, built on the first constrained request.
+  std::unique_ptr<TokenTrie> token_trie_;
+  std::unique_ptr<TokenMasker> masker_;
+  TokenBitmask mask_bits_;
+  std::vector<uint8_t> mask_bytes_;  // the sampler's view during one Sample()
+  std::vector<double> mask_times_;
 };
 
 }  // namespace brisk

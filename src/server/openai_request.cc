@@ -8,6 +8,7 @@
 #include "server/openai_extensions.h"
 #include "server/openai_fields.h"
 #include "server/openai_prompt.h"
+#include "server/openai_response_format.h"
 #include "server/strict_json.h"
 
 namespace brisk::api {
@@ -67,7 +68,7 @@ constexpr KnownField kKnownFields[] = {
     {"tool_choice", kChat},
     {"functions", kChat},
     {"function_call", kChat},
-    {"response_format", kChat},
+    {"response_format", kBoth},
     {"audio", kChat},
     {"modalities", kChat},
     {"prediction", kChat},
@@ -236,25 +237,6 @@ Problem CheckUnsupported(const Json& body, Endpoint ep) {
                          "'parallel_tool_calls': true is not supported yet (no tool calling)");
     }
   }
-  if (const Json* v = Get(body, "response_format")) {
-    if (!v->is_object()) return TypeError("response_format", "an object", *v);
-    const Json* type = Get(*v, "type");
-    if (!type) return Missing("response_format.type");
-    if (!type->is_string()) return TypeError("response_format.type", "a string", *type);
-    const std::string& t = type->get_ref<const std::string&>();
-    if (t == "json_object" || t == "json_schema") {
-      return Unsupported("response_format",
-                         fmt::format("'response_format' of type '{}' is not supported yet; only "
-                                     "'text' is",
-                                     t));
-    }
-    if (t != "text") {
-      return Bad("response_format.type", "invalid_value",
-                 fmt::format("'response_format.type' must be one of text, json_object, "
-                             "json_schema, got '{}'",
-                             Snippet(t)));
-    }
-  }
   if (const Json* v = Get(body, "modalities")) {
     if (!v->is_array()) return TypeError("modalities", "an array of strings", *v);
     for (size_t i = 0; i < v->size(); ++i) {
@@ -395,6 +377,7 @@ Problem ParseInto(Endpoint ep, std::string_view body_text, const ParseOptions& o
 
   BRISK_API_TRY(CheckUnsupported(body, ep));
   BRISK_API_TRY(CheckHarmless(body));
+  BRISK_API_TRY(ParseResponseFormat(body, req));
 
   if (const Json* v = Get(body, "stream")) BRISK_API_TRY(ReadBool(*v, "stream", &req->stream));
   if (const Json* v = Get(body, "stream_options")) {

@@ -29,7 +29,7 @@
 //     and listed in ApiRequest::ignored_fields;
 //   - "stream_options" without "stream": true (OpenAI's message);
 //   - a known feature Brisk does not implement yet (tools, functions,
-//     response_format other than text, logprobs, echo, suffix, best_of > 1,
+//     logprobs, echo, suffix, best_of > 1,
 //     audio, non-text modalities, non-text content parts, ...): code
 //     "unsupported", the message says what.
 // `null` for any known optional field means "not given". Fields clients send
@@ -79,6 +79,15 @@ inline constexpr size_t kMaxObjectMembers = 1024;
 // values is more token ids than any served context holds.
 inline constexpr size_t kMaxJsonDepth = 64;
 inline constexpr size_t kMaxJsonValues = size_t{1} << 20;
+
+// response_format json_object / json_schema (openai_response_format.h).
+struct ResponseFormat {
+  enum class Kind { kJsonObject, kJsonSchema };
+  Kind kind = Kind::kJsonObject;
+  std::string name;    // json_schema.name
+  std::string schema;  // json_schema.schema as JSON text, key order kept
+  bool strict = false;
+};
 
 struct ApiRequest {
   Endpoint endpoint = Endpoint::kChatCompletions;
@@ -133,6 +142,8 @@ struct ApiRequest {
   std::string user;
   std::optional<Priority> priority;  // extension: "priority": "interactive" | "batch"
   std::optional<double> timeout_s;   // extension: "timeout": seconds, finite, > 0
+  // Structured output; unset = text. Chat (OpenAI) and completions (extension).
+  std::optional<ResponseFormat> response_format;
 
   // With ParseOptions::ignore_unknown_fields: the unknown keys that were
   // skipped, each once, in body order, named with array indices dropped

@@ -14,6 +14,7 @@
 #include "server/openai_api.h"
 #include "server/response_stream.h"
 #include "server/server_metrics.h"
+#include "server/structured_output.h"
 #include "server/token_endpoints.h"
 #include "util/log.h"
 
@@ -156,6 +157,7 @@ OpenAiServer::OpenAiServer(const InferenceConfig& config, EngineClient& engine,
   prep_.model_id = std::move(model_id);
   prep_.renderer = &renderer;
   prep_.engine = engine.info();
+  prep_.constraints = &constraints_;
   metrics_->WatchEngine(registry_, engine_);
   std::atomic<int64_t>* active = &active_;
   registry_.AddCallbackGauge("brisk:http_requests_in_flight", "Generation requests being served.",
@@ -346,6 +348,13 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
   o.continuous_usage = pr->continuous_usage;
   for (const GenerationRequest& g : pr->prompts) o.prompt_tokens += int64_t(g.prompt.size());
   o.extra_headers = ReportIgnored(pr->ignored_fields);
+  if (pr->constraint) {
+    metrics_->constrained_requests->Inc();
+    if (pr->constraint_compiled_now) metrics_->grammar_compile->Observe(pr->constraint->compile_s);
+    if (!pr->unenforced_keywords.empty())
+      o.extra_headers.emplace_back(std::string(kUnenforcedKeywordsHeader),
+                                   UnenforcedKeywordsHeaderValue(pr->unenforced_keywords));
+  }
   o.n = pr->n;
   o.num_prompts = static_cast<int>(pr->prompts.size());
   o.priority = pr->priority;
@@ -360,6 +369,8 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
       std::make_shared<ResponseStream>(std::move(o), res, *metrics_, engine_,
                                        [this, head, endpoint, id, pr](const ResponseSummary& s) {
                                          --active_;
+                                         if (pr->constraint && s.finish_reason == "length")
+                                           metrics_->structured_output_failures["length"]->Inc();
                                          LogAccess(*head, endpoint, id, pr.get(), s);
                                        });
 

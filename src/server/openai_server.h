@@ -22,6 +22,7 @@
 #include <string>
 
 #include "engine/engine_client.h"
+#include "grammar/constraint.h"
 #include "model/prompt_renderer.h"
 #include "server/access_log.h"
 #include "server/config.h"
@@ -100,6 +101,7 @@ class OpenAiServer {
   metrics::Registry registry_;
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<IgnoredFieldCounter> ignored_fields_;
+  ConstraintCache constraints_;  // compiled response_format schemas, by content
   std::unique_ptr<AccessLog> access_log_;
   std::shared_ptr<Executors> executors_;
   std::unique_ptr<http::Server> http_;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "server/structured_output.h"
+
 namespace brisk {
 
 api::ApiError MakeApiError(int status, std::string type, std::string message, std::string code,
@@ -252,6 +254,14 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
   // keys the client's address (its port dropped: one host, one share).
   const std::string fair_tenant =
       out.tenant.empty() ? "addr:" + std::string(RemoteHost(req.remote)) : "key:" + out.tenant;
+  if (ar.response_format) {
+    auto c = PrepareConstraint(ctx.constraints, *ar.response_format);
+    if (auto* e = std::get_if<api::ApiError>(&c)) return *e;
+    auto& pc = std::get<PreparedConstraint>(c);
+    out.constraint = std::move(pc.constraint);
+    out.constraint_compiled_now = pc.compiled_now;
+    out.unenforced_keywords = std::move(pc.unenforced);
+  }
   for (auto& tokens : std::get<std::vector<std::vector<int32_t>>>(prompts)) {
     auto max_tokens = MaxTokensFor(ctx, ar, static_cast<int64_t>(tokens.size()));
     if (auto* e = std::get_if<api::ApiError>(&max_tokens)) return *e;
@@ -271,6 +281,7 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
     g.deadline = deadline;
     g.cache_salt = salt;
     g.tenant = fair_tenant;
+    g.constraint = out.constraint;
     out.prompts.push_back(std::move(g));
   }
   return out;

@@ -16,6 +16,7 @@
 
 #include "engine/engine_client.h"
 #include "engine/generation.h"
+#include "grammar/constraint.h"
 #include "model/prompt_renderer.h"
 #include "server/config.h"
 #include "server/http_server.h"
@@ -29,6 +30,8 @@ struct PreparationContext {
   std::string model_id;  // what requests must name
   const PromptRenderer* renderer = nullptr;
   EngineInfo engine;
+  // Compiled response_format schemas (may be null: compile every time).
+  ConstraintCache* constraints = nullptr;
 };
 
 struct PreparedRequest {
@@ -44,6 +47,12 @@ struct PreparedRequest {
   int n = 1;  // samples per prompt: choice index = prompt index * n + sample
   // One per prompt (chat: exactly one), ready to Submit.
   std::vector<GenerationRequest> prompts;
+  // response_format json_object / json_schema: the grammar every prompt's
+  // samples follow (null: text), whether this request compiled it (a cache
+  // miss), and the keywords it does not enforce (non-strict requests).
+  std::shared_ptr<const CompiledConstraint> constraint;
+  bool constraint_compiled_now = false;
+  std::vector<UnenforcedKeyword> unenforced_keywords;
 };
 
 // The host part of a peer address: "127.0.0.1:5555" -> "127.0.0.1",

@@ -1,5 +1,7 @@
 #include "server/server_metrics.h"
 
+#include <vector>
+
 namespace brisk {
 
 ServerMetrics::ServerMetrics(metrics::Registry& r) {
@@ -37,9 +39,28 @@ ServerMetrics::ServerMetrics(metrics::Registry& r) {
                               "Requests by outcome: ok, cancelled (client went away), rejected "
                               "(429), timeout (deadline), error (5xx), invalid (4xx).",
                               {{"outcome", o}});
+  constrained_requests = r.GetCounter("brisk:constrained_requests_total",
+                                      "Requests served with a response_format grammar.");
+  static const std::vector<double> kCompileBuckets = {1e-4, 2.5e-4, 5e-4,   1e-3, 2.5e-3,
+                                                      5e-3, 1e-2,   2.5e-2, 0.1,  1};
+  static const std::vector<double> kMaskBuckets = {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4,
+                                                   1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1};
+  grammar_compile =
+      r.GetHistogram("brisk:grammar_compile_seconds",
+                     "Time to compile a response_format schema (cache misses).", kCompileBuckets);
+  grammar_mask = r.GetHistogram("brisk:grammar_mask_seconds",
+                                "Time to compute one allowed-token mask of a constrained sample.",
+                                kMaskBuckets);
+  for (const char* reason : {"length"})
+    structured_output_failures[reason] =
+        r.GetCounter("brisk:structured_output_failures_total",
+                     "Constrained requests that ended without a complete value, by reason "
+                     "(length: max_tokens or the context ran out mid-value).",
+                     {{"reason", reason}});
 }
 
 void ServerMetrics::ObserveStep(const StepStats& s) {
+  for (double m : s.grammar_mask_s) grammar_mask->Observe(m);
   if (s.sequences == 0) return;
   step->Observe(s.forward_s);
   step_tokens_prefill->Inc(s.prefill_tokens);

@@ -25,6 +25,12 @@ class ServerMetrics {
   metrics::Counter *prompt_tokens, *cached_tokens, *generation_tokens;
   // By outcome: ok, cancelled, rejected, timeout, error, invalid.
   std::map<std::string, metrics::Counter*> outcome;
+  // Structured output (response_format): requests served with a grammar,
+  // compile time (cache misses), per-token mask time, and samples that
+  // ended without a complete value, by reason ("length").
+  metrics::Counter* constrained_requests;
+  metrics::Histogram *grammar_compile, *grammar_mask;
+  std::map<std::string, metrics::Counter*> structured_output_failures;
 };
 
 }  // namespace brisk

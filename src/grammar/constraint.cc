@@ -1,0 +1,62 @@
+#include "grammar/constraint.h"
+
+#include <chrono>
+
+namespace brisk {
+
+std::vector<std::string> CompiledConstraint::UnenforcedList() const {
+  std::vector<std::string> out;
+  out.reserve(compiled.unenforced.size());
+  for (const auto& u : compiled.unenforced) out.push_back(u.ToString());
+  return out;
+}
+
+Expected<std::shared_ptr<const CompiledConstraint>> CompileConstraint(const ConstraintSpec& spec) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto c = std::make_shared<CompiledConstraint>();
+  c->spec = spec;
+  if (spec.kind == ConstraintSpec::Kind::kJsonObject) {
+    c->compiled = CompileAnyJsonObject();
+  } else {
+    auto compiled = CompileJsonSchemaText(spec.schema);
+    if (!compiled.ok()) return compiled.status();
+    c->compiled = std::move(compiled).value();
+  }
+  c->compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return std::shared_ptr<const CompiledConstraint>(std::move(c));
+}
+
+Expected<std::shared_ptr<const CompiledConstraint>> ConstraintCache::Get(const ConstraintSpec& spec,
+                                                                         bool* hit) {
+  // The key is the content itself (kind byte + schema text): no hash
+  // collision can hand out the wrong grammar; the map hashes it.
+  std::string key(1, static_cast<char>(spec.kind));
+  key += spec.schema;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = index_.find(key); it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      if (hit) *hit = true;
+      return it->second->second;
+    }
+  }
+  if (hit) *hit = false;
+  auto compiled = CompileConstraint(spec);
+  if (!compiled.ok()) return compiled.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = index_.find(key); it != index_.end()) return it->second->second;
+  lru_.emplace_front(key, *compiled);
+  index_[key] = lru_.begin();
+  while (lru_.size() > capacity_) {
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+  return *compiled;
+}
+
+size_t ConstraintCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lru_.size();
+}
+
+}  // namespace brisk

@@ -1,0 +1,59 @@
+// A structured-output constraint as requests carry it: the plain spec (what
+// the client asked for: a remote engine can recompile it) and, inside one
+// process, the compiled grammar shared by every sequence that uses it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/schema_compiler.h"
+#include "util/status.h"
+
+namespace brisk {
+
+struct ConstraintSpec {
+  enum class Kind : uint8_t { kJsonObject, kJsonSchema };
+  Kind kind = Kind::kJsonObject;
+  std::string schema;  // kJsonSchema: the schema's JSON text (key order kept)
+};
+
+struct CompiledConstraint {
+  ConstraintSpec spec;
+  CompiledSchema compiled;  // grammar + keywords not enforced
+  double compile_s = 0;     // how long the compile took
+
+  const JsonGrammar& grammar() const { return compiled.grammar; }
+  // "keyword@pointer" for each keyword not enforced.
+  std::vector<std::string> UnenforcedList() const;
+};
+
+// Compiles `spec` (InvalidArgument for a schema that is not one).
+Expected<std::shared_ptr<const CompiledConstraint>> CompileConstraint(const ConstraintSpec& spec);
+
+// Compiled constraints by content (kind + schema text), least recently used
+// evicted past `capacity`. Thread-safe; a compile runs outside the lock (two
+// threads missing on the same schema at once both compile it).
+class ConstraintCache {
+ public:
+  explicit ConstraintCache(size_t capacity = 64) : capacity_(capacity) {}
+
+  // *hit (optional): whether it came from the cache.
+  Expected<std::shared_ptr<const CompiledConstraint>> Get(const ConstraintSpec& spec,
+                                                          bool* hit = nullptr);
+  size_t size() const;
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<const CompiledConstraint>>;
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  std::list<Entry> lru_;  // most recent first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+};
+
+}  // namespace brisk

@@ -1,0 +1,163 @@
+#include "grammar/token_mask.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "grammar/string_lexer.h"
+
+namespace brisk {
+namespace {
+
+// Code points of `s` if it is plain string text (complete UTF-8 characters,
+// no '"', '\\' or control bytes), else -1.
+int PlainChars(const std::string& s) {
+  uint8_t state = 0, aux = 0, range = 0;
+  int chars = 0;
+  for (char ch : s) {
+    const auto c = static_cast<uint8_t>(ch);
+    if (c == '"' || c == '\\') return -1;
+    switch (string_lexer::Lex(state, aux, range, c, /*canonical=*/false)) {
+      case string_lexer::Lexed::kCharStart: ++chars; break;
+      case string_lexer::Lexed::kCharMore: break;
+      default: return -1;
+    }
+  }
+  return state == string_lexer::kNormal ? chars : -1;
+}
+
+void SetBit(TokenBitmask& m, int32_t id) {
+  m[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+}
+
+}  // namespace
+
+std::unique_ptr<TokenTrie> TokenTrie::Build(const Tokenizer& tokenizer) {
+  auto t = std::unique_ptr<TokenTrie>(new TokenTrie());
+  const int32_t vocab = tokenizer.vocab_size();
+  t->vocab_size_ = vocab;
+  t->words_ = (static_cast<size_t>(vocab) + 63) / 64;
+  std::vector<std::pair<std::string, int32_t>> pieces;
+  pieces.reserve(vocab);
+  for (int32_t id = 0; id < vocab; ++id) {
+    if (tokenizer.IsEog(id)) {
+      t->eog_.push_back(id);
+      continue;
+    }
+    if (tokenizer.IsControl(id)) continue;
+    std::string p = tokenizer.TokenToPiece(id, /*render_special=*/false);
+    if (p.empty() || p.size() > 255) continue;
+    pieces.emplace_back(std::move(p), id);
+  }
+  std::sort(pieces.begin(), pieces.end());
+
+  // Sorted pieces give the trie in preorder: each piece shares its longest
+  // common prefix with the previous one; nodes deeper than that are closed.
+  t->plain_upto_.assign(kMaxPlainChars + 2, TokenBitmask(t->words_, 0));
+  std::vector<uint32_t> parent;
+  std::vector<uint32_t> path{0};  // path[d]: node at depth d of the current piece
+  const auto add_node = [&](uint8_t byte, size_t depth) {
+    t->byte_.push_back(byte);
+    t->depth_.push_back(static_cast<uint8_t>(depth));
+    t->next_.push_back(0);
+    t->tok_begin_.push_back(0);
+    t->tok_end_.push_back(0);
+    t->all_plain_.push_back(1);
+    parent.push_back(path[depth - 1]);
+    return static_cast<uint32_t>(t->byte_.size() - 1);
+  };
+  t->byte_.push_back(0), t->depth_.push_back(0), t->next_.push_back(0);
+  t->tok_begin_.push_back(0), t->tok_end_.push_back(0), t->all_plain_.push_back(1);
+  parent.push_back(0);
+  std::string prev;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const std::string& s = pieces[k].first;
+    size_t lcp = 0;
+    while (lcp < s.size() && lcp < prev.size() && s[lcp] == prev[lcp]) ++lcp;
+    for (size_t d = path.size() - 1; d > lcp; --d) t->next_[path[d]] = t->byte_.size();
+    path.resize(lcp + 1);
+    for (size_t d = lcp + 1; d <= s.size(); ++d) path.push_back(add_node(s[d - 1], d));
+    const uint32_t node = path.back();
+    if (t->tok_end_[node] == 0) t->tok_begin_[node] = static_cast<uint32_t>(k);
+    t->tok_end_[node] = static_cast<uint32_t>(k + 1);
+    t->max_depth_ = std::max(t->max_depth_, s.size());
+    const int chars = PlainChars(s);
+    if (chars < 0) {
+      t->all_plain_[node] = 0;
+    } else {
+      for (int b = std::min(chars, kMaxPlainChars + 1); b <= kMaxPlainChars + 1; ++b)
+        SetBit(t->plain_upto_[b], pieces[k].second);
+    }
+    prev = s;
+  }
+  for (size_t d = path.size(); d-- > 0;) t->next_[path[d]] = t->byte_.size();
+  // Children come after parents: fold all_plain upwards.
+  for (size_t i = t->byte_.size(); i-- > 1;)
+    if (!t->all_plain_[i]) t->all_plain_[parent[i]] = 0;
+  t->ids_.reserve(pieces.size());
+  for (const auto& p : pieces) t->ids_.push_back(p.second);
+  return t;
+}
+
+TokenMasker::TokenMasker(const TokenTrie* trie) : trie_(trie) {
+  states_.resize(trie->max_depth() + 1);
+}
+
+void TokenMasker::Compute(const GrammarMatcher& m, TokenBitmask* out) {
+  const TokenTrie& t = *trie_;
+  out->assign(t.words_, 0);
+  const int64_t budget = m.PlainStringBudget();
+  if (budget >= 0) {
+    const auto& plain = t.plain_upto_[std::min<int64_t>(budget, TokenTrie::kMaxPlainChars + 1)];
+    for (size_t w = 0; w < t.words_; ++w) (*out)[w] |= plain[w];
+  }
+  visited_ = 0;
+  if (!m.Finished()) {
+    states_[0].CopyFrom(m);
+    const uint32_t n = static_cast<uint32_t>(t.byte_.size());
+    for (uint32_t i = 1; i < n;) {
+      if (budget >= 0 && t.all_plain_[i]) {
+        i = t.next_[i];  // all covered by the plain mask
+        continue;
+      }
+      ++visited_;
+      const uint8_t d = t.depth_[i];
+      GrammarMatcher& cur = states_[d];
+      cur.CopyFrom(states_[d - 1]);
+      if (!cur.Advance(t.byte_[i])) {
+        i = t.next_[i];
+        continue;
+      }
+      for (uint32_t k = t.tok_begin_[i]; k < t.tok_end_[i]; ++k) SetBit(*out, t.ids_[k]);
+      ++i;
+    }
+  }
+  if (m.CanEnd())
+    for (int32_t id : t.eog_) SetBit(*out, id);
+}
+
+void TokenMasker::ComputeReference(const Tokenizer& tokenizer, const GrammarMatcher& m,
+                                   TokenBitmask* out) {
+  const int32_t vocab = tokenizer.vocab_size();
+  out->assign((static_cast<size_t>(vocab) + 63) / 64, 0);
+  GrammarMatcher copy;
+  for (int32_t id = 0; id < vocab; ++id) {
+    if (tokenizer.IsEog(id)) {
+      if (m.CanEnd()) SetBit(*out, id);
+      continue;
+    }
+    if (tokenizer.IsControl(id)) continue;
+    const std::string piece = tokenizer.TokenToPiece(id, false);
+    if (piece.empty() || piece.size() > 255) continue;
+    copy.CopyFrom(m);
+    if (copy.AdvanceBytes(piece)) SetBit(*out, id);
+  }
+}
+
+void ExpandMask(const TokenBitmask& bits, size_t vocab, std::vector<uint8_t>* out) {
+  out->assign(vocab, 0);
+  const size_t n = std::min(vocab, bits.size() * 64);
+  for (size_t i = 0; i < n; ++i) (*out)[i] = (bits[i / 64] >> (i % 64)) & 1;
+}
+
+}  // namespace brisk
