@@ -38,8 +38,10 @@ struct AttentionChunk {
   int n_tokens = 0;
   int group = 1;
   int head_dim = 0;  // at most 256
-  // Token i attends to positions [0, first_pos + i] (inclusive).
+  // Token i attends to positions [0, first_pos + i] (inclusive), or with a
+  // sliding window of w > 0 positions to [first_pos + i - w + 1, first_pos + i].
   int32_t first_pos = 0;
+  int32_t window = 0;
   float scale = 1.f;
   // Paged history: position p is slot p % kv.block_size of block
   // block_table[p / kv.block_size].

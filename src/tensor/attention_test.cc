@@ -16,6 +16,7 @@ namespace {
 
 struct Case {
   int n_tokens, first_pos, group, head_dim, block_size;
+  int window = 0;  // sliding window (0: none)
 };
 
 // Paged K/V for one head in the cache's layout, plus a double-precision
@@ -56,6 +57,7 @@ void RunCase(const Case& c, void (*fn)(const AttentionChunk&, float*)) {
   a.group = c.group;
   a.head_dim = c.head_dim;
   a.first_pos = c.first_pos;
+  a.window = c.window;
   a.scale = 1.f / std::sqrt(float(c.head_dim));
   a.kv.k_base = cache.data();
   a.kv.v_base = cache.data() + c.block_size * kv_dim;
@@ -83,16 +85,17 @@ void RunCase(const Case& c, void (*fn)(const AttentionChunk&, float*)) {
     for (int h = 0; h < c.group; ++h) {
       const float* qr = &q[i * q_stride + h * c.head_dim];
       const int n = c.first_pos + i + 1;
-      std::vector<double> s(n);
+      const int lo = c.window > 0 ? std::max(0, n - c.window) : 0;
+      std::vector<double> s(n, -INFINITY);
       double mx = -1e300;
-      for (int p = 0; p < n; ++p) {
+      for (int p = lo; p < n; ++p) {
         double acc = 0;
         for (int d = 0; d < c.head_dim; ++d) acc += double(qr[d]) * K[p * c.head_dim + d];
         s[p] = acc * a.scale;
         mx = std::max(mx, s[p]);
       }
       double sum = 0;
-      for (auto& x : s) sum += (x = std::exp(x - mx));
+      for (auto& x : s) sum += (x = x == -INFINITY ? 0.0 : std::exp(x - mx));
       for (int d = 0; d < c.head_dim; ++d) {
         double o = 0;
         for (int p = 0; p < n; ++p) o += s[p] / sum * V[p * c.head_dim + d];
@@ -101,7 +104,8 @@ void RunCase(const Case& c, void (*fn)(const AttentionChunk&, float*)) {
     }
   }
   EXPECT_LT(worst, 2e-5) << "n_tokens=" << c.n_tokens << " first_pos=" << c.first_pos
-                         << " group=" << c.group << " bs=" << c.block_size;
+                         << " window=" << c.window << " group=" << c.group
+                         << " bs=" << c.block_size;
 }
 
 TEST(AttentionTest, EveryVariantMatchesReference) {
@@ -109,11 +113,26 @@ TEST(AttentionTest, EveryVariantMatchesReference) {
   for (int i = 0; i < kNumKernelIsas; ++i)
     if (CpuCanRun(static_cast<KernelIsa>(i))) fns.push_back(attention_internal::kVariants[i]);
   ASSERT_EQ(fns[0], attention_internal::AttentionScalar);
-  const Case cases[] = {{1, 0, 1, 64, 16},   {1, 0, 3, 64, 16},    {5, 0, 3, 64, 16},
-                        {1, 37, 3, 64, 16},  {7, 15, 3, 64, 16},   {32, 100, 3, 64, 16},
-                        {3, 16, 2, 32, 16},  {17, 47, 4, 128, 32}, {1, 200, 3, 64, 32},
-                        {2, 33, 12, 64, 16}, {3, 20, 2, 80, 16},   {4, 9, 3, 40, 16},
-                        {1, 300, 1, 256, 16}};
+  const Case cases[] = {{1, 0, 1, 64, 16},
+                        {1, 0, 3, 64, 16},
+                        {5, 0, 3, 64, 16},
+                        {1, 37, 3, 64, 16},
+                        {7, 15, 3, 64, 16},
+                        {32, 100, 3, 64, 16},
+                        {3, 16, 2, 32, 16},
+                        {17, 47, 4, 128, 32},
+                        {1, 200, 3, 64, 32},
+                        {2, 33, 12, 64, 16},
+                        {3, 20, 2, 80, 16},
+                        {4, 9, 3, 40, 16},
+                        {1, 300, 1, 256, 16},
+                        // Sliding windows (Gemma 3's local layers), on both kernels.
+                        {1, 300, 1, 256, 16, 64},
+                        {20, 90, 4, 256, 16, 37},
+                        {33, 0, 3, 64, 16, 16},
+                        {7, 15, 3, 64, 16, 1},
+                        {5, 60, 2, 80, 16, 23},
+                        {17, 47, 4, 128, 32, 512}};
   for (auto fn : fns)
     for (const auto& c : cases) RunCase(c, fn);
 }

@@ -41,6 +41,35 @@ void RopeNorm(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, cons
   }
 }
 
+void RopeNeox(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, const float* cos,
+              const float* sin) {
+  const int half = rope_dim / 2;
+  for (int64_t t = 0; t < n; ++t) {
+    const float* c = cos + t * half;
+    const float* s = sin + t * half;
+    for (int h = 0; h < n_heads; ++h) {
+      float* v = x + (t * n_heads + h) * head_dim;
+      for (int i = 0; i < half; ++i) {
+        const float a = v[i], b = v[i + half];
+        v[i] = a * c[i] - b * s[i];
+        v[i + half] = a * s[i] + b * c[i];
+      }
+    }
+  }
+}
+
+void GeluTanhMulF32(float* gate, const float* up, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = 0.5f * g * (1.f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
+void ScaleInPlace(float* x, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
 void SiluMulF32(float* gate, const float* up, int64_t n) {
   static const elementwise_internal::SiluMulFn fn =
       elementwise_internal::kSiluMulVariants[SelectedKernelIsaIndex()];

@@ -19,6 +19,18 @@ void RmsNorm(const float* x, const float* w, float* y, int64_t n, int d, float e
 void RopeNorm(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, const float* cos,
               const float* sin);
 
+// Rotates pairs (x[i], x[i + rope_dim/2]) of each head (NeoX-style RoPE, as
+// Gemma and Qwen use) by the same per-token angles.
+void RopeNeox(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, const float* cos,
+              const float* sin);
+
+// gate[i] = gelu(gate[i]) * up[i] (GeGLU), gelu with the tanh approximation:
+// 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+void GeluTanhMulF32(float* gate, const float* up, int64_t n);
+
+// x[i] *= s
+void ScaleInPlace(float* x, float s, int64_t n);
+
 // gate[i] = silu(gate[i]) * up[i] (SwiGLU), silu(g) = g * sigmoid(g). Every
 // element takes the same arithmetic wherever it sits in the array (16 lanes
 // at a time; a short tail is padded), so results do not depend on how a
