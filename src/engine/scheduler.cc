@@ -249,14 +249,20 @@ std::vector<SeqState*> Scheduler::SlotVictims(const SeqState& s, int64_t seats_n
   return victims;
 }
 
-void Scheduler::Preempt(SeqState& s, SchedulerOutput& out) {
-  pool_->ReleaseTable(s.blocks);  // full blocks stay in the prefix cache
+// A running sequence gives up its blocks (full ones stay in the prefix
+// cache) and waits to be computed again.
+void Scheduler::ReturnToWaiting(SeqState& s) {
+  pool_->ReleaseTable(s.blocks);
   s.blocks.clear();
   s.num_computed = 0;
   s.num_published = 0;
   LeaveRunning(s);
   waiting_.push_back(&s);
   ++num_waiting_[static_cast<int>(s.priority)];
+}
+
+void Scheduler::Preempt(SeqState& s, SchedulerOutput& out) {
+  ReturnToWaiting(s);
   ++s.num_preemptions;
   ++preemptions_;
   out.preempted.push_back(s.id);
@@ -359,14 +365,7 @@ bool Scheduler::TryAdmit(SeqState& s, int budget, double now_s, SchedulerOutput&
   --num_waiting_[static_cast<int>(s.priority)];
   JoinRunning(s);
   if (ScheduleChunk(s, budget, now_s, out, scheduled)) return true;
-  // No room: back to waiting, giving up any cached blocks it took.
-  pool_->ReleaseTable(s.blocks);
-  s.blocks.clear();
-  s.num_computed = 0;
-  s.num_published = 0;
-  LeaveRunning(s);
-  waiting_.push_back(&s);
-  ++num_waiting_[static_cast<int>(s.priority)];
+  ReturnToWaiting(s);  // no room: back to waiting, giving up any cached blocks it took
   return false;
 }
 

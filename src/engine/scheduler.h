@@ -208,6 +208,7 @@ class Scheduler {
   std::vector<SeqState*> SlotVictims(const SeqState& s, int64_t seats_needed, double now_s,
                                      const std::vector<SeqState*>& scheduled,
                                      const TenantSeatMap& planned = {}) const;
+  void ReturnToWaiting(SeqState& s);
   void Preempt(SeqState& s, SchedulerOutput& out);
   void MakeRoom(double now_s, SchedulerOutput& out);
   void AdmitFromPrefixCache(SeqState& s);

@@ -24,8 +24,11 @@ void RmsNorm(const float* x, const float* w, float* y, int64_t n, int d, float e
   }
 }
 
-void RopeNorm(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, const float* cos,
-              const float* sin) {
+namespace {
+// Rotates pairs of each head's first rope_dim dims: (2i, 2i+1) or, NeoX, (i, i + rope_dim/2).
+template <bool kNeox>
+void Rope(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, const float* cos,
+          const float* sin) {
   const int half = rope_dim / 2;
   for (int64_t t = 0; t < n; ++t) {
     const float* c = cos + t * half;
@@ -33,29 +36,25 @@ void RopeNorm(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, cons
     for (int h = 0; h < n_heads; ++h) {
       float* v = x + (t * n_heads + h) * head_dim;
       for (int i = 0; i < half; ++i) {
-        const float a = v[2 * i], b = v[2 * i + 1];
-        v[2 * i] = a * c[i] - b * s[i];
-        v[2 * i + 1] = a * s[i] + b * c[i];
+        float& a = v[kNeox ? i : 2 * i];
+        float& b = v[kNeox ? i + half : 2 * i + 1];
+        const float a0 = a, b0 = b;
+        a = a0 * c[i] - b0 * s[i];
+        b = a0 * s[i] + b0 * c[i];
       }
     }
   }
 }
+}  // namespace
+
+void RopeNorm(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, const float* cos,
+              const float* sin) {
+  Rope<false>(x, n, n_heads, head_dim, rope_dim, cos, sin);
+}
 
 void RopeNeox(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, const float* cos,
               const float* sin) {
-  const int half = rope_dim / 2;
-  for (int64_t t = 0; t < n; ++t) {
-    const float* c = cos + t * half;
-    const float* s = sin + t * half;
-    for (int h = 0; h < n_heads; ++h) {
-      float* v = x + (t * n_heads + h) * head_dim;
-      for (int i = 0; i < half; ++i) {
-        const float a = v[i], b = v[i + half];
-        v[i] = a * c[i] - b * s[i];
-        v[i + half] = a * s[i] + b * c[i];
-      }
-    }
-  }
+  Rope<true>(x, n, n_heads, head_dim, rope_dim, cos, sin);
 }
 
 void GeluTanhMulF32(float* gate, const float* up, int64_t n) {
