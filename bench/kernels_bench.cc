@@ -4,6 +4,7 @@
 // "raw" = GGUF rows packed on the fly. Rates are per second of process CPU
 // time (robust on a shared machine); Time/CPU columns give wall and CPU time.
 //   kernels_bench --benchmark_filter='GEMV/Q4_1'
+// Formats/ runs every quantized weight format on the same 2048 x 2048 shape.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/format_traits.h"
 #include "tensor/kernel_table.h"
 #include "tensor/kernels.h"
 
@@ -105,6 +107,42 @@ void RunDecodeSweep(benchmark::State& state, const KernelTable* table, DType t, 
       it * 2.0 * bytes / RowBytes(t, 32) * 32 * n_tok / 1e9, benchmark::Counter::kIsRate);
 }
 
+// Every quantized weight format on one shape whose k suits them all (a
+// multiple of 256): `copies` copies of a rows x k matrix, multiplied in turn,
+// so with enough copies the weights stream from DRAM (16 copies of
+// 2048 x 2048: 21 MiB in Q2_K .. 68 MiB in Q8_0) instead of a cache.
+void RunFormatSweep(benchmark::State& state, const KernelTable* table, DType t, int64_t n_tok,
+                    int copies) {
+  const int64_t rows = 2048, k = 2048;
+  const std::vector<uint8_t> one = RandomMatrix(t, rows, k);
+  std::vector<std::vector<uint8_t>> raw(copies, one);
+  std::vector<MatMulWeight> ws;
+  for (const auto& w : raw) {
+    auto p = PrepareMatMulWeightFor(*table, t, w.data(), rows, k);
+    if (!p.ok()) {
+      state.SkipWithError(p.status().ToString().c_str());
+      return;
+    }
+    ws.push_back(*p);
+  }
+  std::vector<float> x(k * n_tok), y(rows * n_tok);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> g;
+  for (auto& v : x) v = g(rng);
+  ThreadPool& pool = Pool(1);
+  MatMulScratch scratch;
+  for (auto _ : state) {
+    for (const MatMulWeight& w : ws)
+      MatMulWith(*table, w, x.data(), k, n_tok, y.data(), rows, pool, scratch);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double it = static_cast<double>(state.iterations());
+  state.counters["GB/s"] =
+      benchmark::Counter(it * copies * rows * RowBytes(t, k) / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(it * copies * 2.0 * rows * k * n_tok / 1e9, benchmark::Counter::kIsRate);
+}
+
 struct ShapeDef {
   int64_t rows, k;
 };
@@ -115,6 +153,20 @@ void RegisterAll() {
   for (const KernelTable* table : AvailableKernelTables()) {
     const std::string v = KernelTableName(*table);
     if (v == "scalar") continue;
+    // Formats/<type>/<cache|DRAM>/n<tokens>/<variant>: one thread, packed weights.
+    for (const FormatTraits& f : AllFormats()) {
+      if (f.kernel_slot < 0 || f.block_size == 1) continue;
+      for (int copies : {1, 16}) {
+        for (int64_t n_tok : {1, 4, 128}) {
+          if (copies > 1 && n_tok > 4) continue;
+          std::string name = std::string("Formats/") + f.name + (copies > 1 ? "/DRAM" : "/cache") +
+                             "/n" + std::to_string(n_tok) + "/" + v;
+          benchmark::RegisterBenchmark(name.c_str(), RunFormatSweep, table, f.type, n_tok, copies)
+              ->Unit(benchmark::kMicrosecond)
+              ->MeasureProcessCPUTime();
+        }
+      }
+    }
     for (int threads : {1, 2}) {
       for (DType t : {DType::kQ4_1, DType::kQ4_0, DType::kQ8_0}) {
         for (int64_t n_tok : {1, 4}) {

@@ -4,10 +4,12 @@
 //
 // Adding a weight format = its DType id (below, if new), one entry in the
 // table (format_traits.cc) with its block struct (quant_blocks.h) and
-// reference functions (quant_ref.cc), and its kernels: a WeightKind slot
+// reference functions (quant_ref*.cc), and its kernels: a WeightKind slot
 // (kernel_table.h) filled in every ISA's KernelTable (kernels_scalar.cc,
-// matmul_tiles.inc). The GGUF reader, the model loader, MatMul and the tests
-// (format_traits_test.cc walks the table) read everything else from the entry.
+// matmul_tiles*.inc); blocks from the gguf package's numpy dequantizer in
+// tests/fixtures/quant_dequant.bin (tests/make_quant_fixtures.py). The GGUF
+// reader, the model loader, MatMul and the tests (format_traits_test.cc walks
+// the table) read everything else from the entry.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "tensor/kernel_table.h"
+#include "tensor/quant_ref.h"
 
 namespace brisk {
 namespace {

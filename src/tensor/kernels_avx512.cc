@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "tensor/kernel_table.h"
+#include "tensor/quant_ref.h"
 
 namespace brisk {
 namespace {

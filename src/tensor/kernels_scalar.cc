@@ -112,7 +112,8 @@ void DecodeIQ4_XS(const uint8_t* row, int64_t g, int* v, float* dw, float* c) {
   // 8 groups of 32 per super-block
   const auto* b = reinterpret_cast<const BlockIQ4_XS*>(row) + g / 8;
   const int j = static_cast<int>(g % 8);
-  const int ls = ((b->scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | ((b->scales_h >> (2 * j)) & 3) << 4;
+  const int lo = (b->scales_l[j / 2] >> (4 * (j % 2))) & 0xF, hi = (b->scales_h >> (2 * j)) & 3;
+  const int ls = lo | hi << 4;
   *dw = HalfToFloat(b->d) * static_cast<float>(ls - 32);
   *c = 0;
   const uint8_t* qs = b->qs + 16 * j;

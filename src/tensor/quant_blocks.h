@@ -57,12 +57,14 @@ struct BlockIQ4_NL {  // 32 elements: x = d * kIQ4NLValues[q], q = 4 bits
 constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                      1,    13,   25,  38,  53,  69,  89,  113};
 
-struct BlockQ2_K {  // 256 elements, 16 sub-blocks of 16: x = d*sc[j]*q - dmin*m[j], q = 2 bits
+// 256 elements, 16 sub-blocks of 16: x = d*sc[j]*q - dmin*m[j], q = 2 bits.
+struct BlockQ2_K {
   uint8_t scales[16];  // sub-block j: low nibble = sc[j], high nibble = m[j]
   uint8_t qs[64];      // element 128h + 32s + l: bits 2s..2s+1 of qs[32h + l]
   uint16_t d, dmin;
 };
-struct BlockQ3_K {  // 256 elements, 16 sub-blocks of 16: x = d * (sc[j] - 32) * (q - 4)
+// 256 elements, 16 sub-blocks of 16: x = d * (sc[j] - 32) * (q - 4), q = 3 bits.
+struct BlockQ3_K {
   uint8_t hmask[32];   // element 128h + 32s + l: bit 2 of q = bit 4h+s of hmask[l]
   uint8_t qs[64];      // element 128h + 32s + l: bits 0-1 of q = bits 2s..2s+1 of qs[32h + l]
   uint8_t scales[12];  // 16 x 6 bits: sub-block j's low 4 bits in byte j (j < 8) or the high
@@ -77,7 +79,7 @@ struct BlockQ5_K {  // 256 elements, 8 sub-blocks of 32: x = d*sc[j]*q - dmin*m[
 };
 struct BlockIQ4_XS {  // 256 elements, 8 sub-blocks of 32: x = d * (ls[j] - 32) * kIQ4NLValues[q]
   uint16_t d;
-  uint16_t scales_h;   // bits 2j..2j+1: the top 2 bits of ls[j] (6 bits)
+  uint16_t scales_h;    // bits 2j..2j+1: the top 2 bits of ls[j] (6 bits)
   uint8_t scales_l[4];  // low 4 bits of ls[j]: low nibble of byte j/2 for even j, high for odd
   uint8_t qs[128];      // sub-block j: low nibbles of qs[16j..16j+16) = elements 0-15, high = 16-31
 };

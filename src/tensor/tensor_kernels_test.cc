@@ -64,6 +64,36 @@ std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t k, std::mt1993
         for (int64_t b = 0; b < k / 256; ++b)
           put16(row + b * 210 + 208, H(0.001f + 0.002f * u(rng)));
         break;
+      case DType::kQ5_0:  // d first
+      case DType::kIQ4_NL:
+        for (int64_t b = 0; b < k / 32; ++b)
+          put16(row + b * (rb * 32 / k), H(0.01f + 0.05f * u(rng)));
+        break;
+      case DType::kQ5_1:
+        for (int64_t b = 0; b < k / 32; ++b) {
+          put16(row + b * 24, H(0.01f + 0.05f * u(rng)));
+          put16(row + b * 24 + 2, H(0.3f * u(rng)));
+        }
+        break;
+      case DType::kQ5_K:
+        for (int64_t b = 0; b < k / 256; ++b) {
+          put16(row + b * 176, H(0.002f + 0.003f * u(rng)));
+          put16(row + b * 176 + 2, H(0.003f * u(rng) + 0.003f));
+        }
+        break;
+      case DType::kQ2_K:
+        for (int64_t b = 0; b < k / 256; ++b) {
+          put16(row + b * 84 + 80, H(0.01f + 0.02f * u(rng)));
+          put16(row + b * 84 + 82, H(0.01f * u(rng) + 0.01f));
+        }
+        break;
+      case DType::kQ3_K:
+        for (int64_t b = 0; b < k / 256; ++b)
+          put16(row + b * 110 + 108, H(0.002f + 0.003f * u(rng)));
+        break;
+      case DType::kIQ4_XS:
+        for (int64_t b = 0; b < k / 256; ++b) put16(row + b * 136, H(0.0005f + 0.001f * u(rng)));
+        break;
       default:
         for (auto& v : f) v = u(rng);
         QuantizeRow(t, f.data(), row, k);
@@ -164,7 +194,10 @@ TEST(Quantize, RoundTripErrors) {
     float tol;  // max error as a fraction of the block's absolute max
   } cases[] = {{DType::kQ8_0, 0.006f}, {DType::kQ8_1, 0.006f}, {DType::kQ8_K, 0.005f},
                {DType::kQ4_0, 0.13f},  {DType::kQ4_1, 0.07f},  {DType::kQ4_K, 0.08f},
-               {DType::kQ6_K, 0.025f}, {DType::kF16, 0.001f},  {DType::kBF16, 0.005f}};
+               {DType::kQ6_K, 0.025f}, {DType::kF16, 0.001f},  {DType::kBF16, 0.005f},
+               {DType::kQ5_0, 0.07f},  {DType::kQ5_1, 0.04f},  {DType::kQ5_K, 0.04f},
+               {DType::kQ3_K, 0.17f},  {DType::kQ2_K, 0.35f},  {DType::kIQ4_NL, 0.12f},
+               {DType::kIQ4_XS, 0.12f}};
   for (const auto& c : cases) {
     std::vector<uint8_t> buf(RowBytes(c.t, 512));
     QuantizeRow(c.t, x.data(), buf.data(), 512);
@@ -371,7 +404,7 @@ TEST(MatMul, StridedOutputAndPublicEntryPoints) {
     EXPECT_EQ(y2[t * ldy + rows], 123.0f);  // untouched past `rows`
   }
   EXPECT_FALSE(PrepareMatMulWeight(DType::kQ4_1, w.data(), rows, 33).ok());
-  EXPECT_FALSE(PrepareMatMulWeight(DType::kQ5_0, w.data(), rows, 32).ok());
+  EXPECT_FALSE(PrepareMatMulWeight(DType::kQ8_K, w.data(), rows, 256).ok());
 }
 
 // Fused matmuls (q/k/v, gate/up) give bitwise what one call per weight
