@@ -25,8 +25,10 @@ LLAMA = os.path.join(ROOT, "tests", "fixtures", "smollm2_reference.json")
 OUT = os.path.join(ROOT, "tests", "fixtures", "smollm2_exact.json")
 
 
-def load():
-    r = gguf.GGUFReader(MODEL)
+def load(path=MODEL):
+    """The file's metadata (tokenizer keys left out) and every tensor dequantized
+    to float64 by the gguf package, shaped as in the file (rows outermost)."""
+    r = gguf.GGUFReader(path)
     f = {k: v.contents() for k, v in r.fields.items() if not k.startswith("tokenizer.")}
     W = {}
     for t in r.tensors:

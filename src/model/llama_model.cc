@@ -15,6 +15,7 @@ namespace brisk {
 struct LlamaModel::Scratch {
   int64_t capacity = 0;  // tokens
   std::vector<float> x, xn, q, k, v, attn, tmp, gate, up, rope_cos, rope_sin, logit_in;
+  std::vector<float> rope_cos_local, rope_sin_local;  // sliding-window layers' RoPE
   std::vector<int32_t> pos;
   std::vector<float> attn_scratch;
   struct AttnItem {  // (sequence, KV head, chunk of tokens)
@@ -39,6 +40,10 @@ struct LlamaModel::Scratch {
       up.resize(n * c.d_ff);
       rope_cos.resize(n * (c.rope_dim / 2));
       rope_sin.resize(n * (c.rope_dim / 2));
+      if (c.sliding_window > 0) {
+        rope_cos_local.resize(n * (c.rope_dim / 2));
+        rope_sin_local.resize(n * (c.rope_dim / 2));
+      }
       logit_in.resize(n * c.d_model);
       pos.resize(n);
       tok_seq.resize(n);
@@ -114,8 +119,8 @@ Expected<MatMulWeight> GetMatrix(const GgufFile& f, const std::string& name, int
 Status LlamaModel::Bind(const LoadOptions& options) {
   const GgufFile& f = *file_;
   ASSIGN_OR_RETURN(cfg_.arch, f.GetString("general.architecture"));
-  if (cfg_.arch != "llama" && cfg_.arch != "mistral")
-    return Unimplemented("architecture '{}' is not supported (supported: llama, mistral)",
+  if (cfg_.arch != "llama" && cfg_.arch != "mistral" && cfg_.arch != "gemma3")
+    return Unimplemented("architecture '{}' is not supported (supported: llama, mistral, gemma3)",
                          cfg_.arch);
   const std::string p = cfg_.arch + ".";
   auto get_int = [&](const std::string& key, int64_t lo, int64_t hi) -> Expected<int> {
@@ -160,6 +165,19 @@ Status LlamaModel::Bind(const LoadOptions& options) {
       return Unimplemented("rope scaling type '{}' is not supported (none, linear)", scaling);
     }
   }
+  if (cfg_.arch == "gemma3") {
+    cfg_.activation = LlamaConfig::Activation::kGeluTanh;
+    cfg_.rope = LlamaConfig::Rope::kNeox;
+    cfg_.embed_scale = std::sqrt(static_cast<float>(cfg_.d_model));
+    cfg_.qk_norm = true;
+    cfg_.post_norms = true;
+    ASSIGN_OR_RETURN(int64_t window, f.GetIntOr(p + "attention.sliding_window", 0));
+    if (window < 0 || window > cfg_.context_length)
+      return InvalidArgument("{}attention.sliding_window = {} is invalid", p, window);
+    cfg_.sliding_window = static_cast<int>(window);
+    cfg_.global_every = 6;  // Gemma 3: five local layers, then a global one
+    cfg_.rope_theta_local = 10000.f;
+  }
   const int q_dim = cfg_.n_heads * cfg_.head_dim;
   const int kv_dim = cfg_.n_kv_heads * cfg_.head_dim;
 
@@ -196,6 +214,14 @@ Status LlamaModel::Bind(const LoadOptions& options) {
     const std::string b = fmt::format("blk.{}.", i);
     ASSIGN_OR_RETURN(L.attn_norm, GetF32(f, b + "attn_norm.weight", cfg_.d_model));
     ASSIGN_OR_RETURN(L.ffn_norm, GetF32(f, b + "ffn_norm.weight", cfg_.d_model));
+    if (cfg_.qk_norm) {
+      ASSIGN_OR_RETURN(L.q_norm, GetF32(f, b + "attn_q_norm.weight", cfg_.head_dim));
+      ASSIGN_OR_RETURN(L.k_norm, GetF32(f, b + "attn_k_norm.weight", cfg_.head_dim));
+    }
+    if (cfg_.post_norms) {
+      ASSIGN_OR_RETURN(L.post_attn_norm, GetF32(f, b + "post_attention_norm.weight", cfg_.d_model));
+      ASSIGN_OR_RETURN(L.post_ffn_norm, GetF32(f, b + "post_ffw_norm.weight", cfg_.d_model));
+    }
     ASSIGN_OR_RETURN(
         L.wq, GetMatrix(f, b + "attn_q.weight", cfg_.d_model, q_dim, repack, &weight_bytes_, f32));
     ASSIGN_OR_RETURN(
@@ -212,13 +238,20 @@ Status LlamaModel::Bind(const LoadOptions& options) {
                                          &weight_bytes_, f32));
   }
 
-  // theta_i = pos * base^(-2i/d) / scale (optionally / rope_freqs[i]).
+  // theta_i = pos * base^(-2i/d) / scale (optionally / rope_freqs[i]). Local
+  // (sliding-window) layers use their own base, unscaled.
   inv_freq_.resize(cfg_.rope_dim / 2);
   for (int i = 0; i < cfg_.rope_dim / 2; ++i) {
     double f_i = std::pow(static_cast<double>(cfg_.rope_theta), -2.0 * i / cfg_.rope_dim);
     f_i /= cfg_.rope_linear_scale;
     if (rope_freqs_) f_i /= rope_freqs_[i];
     inv_freq_[i] = static_cast<float>(f_i);
+  }
+  if (cfg_.sliding_window > 0) {
+    inv_freq_local_.resize(cfg_.rope_dim / 2);
+    for (int i = 0; i < cfg_.rope_dim / 2; ++i)
+      inv_freq_local_[i] = static_cast<float>(
+          std::pow(static_cast<double>(cfg_.rope_theta_local), -2.0 * i / cfg_.rope_dim));
   }
   scratch_ = std::make_unique<Scratch>();
   return Status::Ok();
@@ -280,12 +313,19 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
   const int64_t emb_row = RowBytes(tok_embd_type_, d);
   for (int64_t t = 0; t < n; ++t) {
     DequantizeRow(tok_embd_type_, tok_embd_->data + batch.tokens[t] * emb_row, &s.x[t * d], d);
+    if (cfg_.embed_scale != 1.f) ScaleInPlace(&s.x[t * d], cfg_.embed_scale, d);
     for (int i = 0; i < half; ++i) {
       float theta = static_cast<float>(s.pos[t]) * inv_freq_[i];
       s.rope_cos[t * half + i] = std::cos(theta);
       s.rope_sin[t * half + i] = std::sin(theta);
     }
+    for (int i = 0; i < static_cast<int>(inv_freq_local_.size()); ++i) {
+      float theta = static_cast<float>(s.pos[t]) * inv_freq_local_[i];
+      s.rope_cos_local[t * half + i] = std::cos(theta);
+      s.rope_sin_local[t * half + i] = std::sin(theta);
+    }
   }
+  const auto rope = cfg_.rope == LlamaConfig::Rope::kNeox ? RopeNeox : RopeNorm;
 
   for (int l = 0; l < cfg_.n_layers; ++l) {
     const Layer& L = layers_[l];
@@ -295,17 +335,30 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
     const MatMulOut qkv[] = {
         {&L.wq, s.q.data(), q_dim}, {&L.wk, s.k.data(), kv_dim}, {&L.wv, s.v.data(), kv_dim}};
     MatMulFused(qkv, s.xn.data(), d, n, pool, s.mm);
+    const bool local = cfg_.IsLocal(l);
+    const float* cos = local ? s.rope_cos_local.data() : s.rope_cos.data();
+    const float* sin = local ? s.rope_sin_local.data() : s.rope_sin.data();
     per_token([&](int64_t b, int64_t e) {
-      RopeNorm(&s.q[b * q_dim], e - b, cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim,
-               &s.rope_cos[b * half], &s.rope_sin[b * half]);
-      RopeNorm(&s.k[b * kv_dim], e - b, cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim,
-               &s.rope_cos[b * half], &s.rope_sin[b * half]);
+      if (cfg_.qk_norm) {
+        RmsNorm(&s.q[b * q_dim], L.q_norm, &s.q[b * q_dim], (e - b) * cfg_.n_heads, cfg_.head_dim,
+                cfg_.rms_eps);
+        RmsNorm(&s.k[b * kv_dim], L.k_norm, &s.k[b * kv_dim], (e - b) * cfg_.n_kv_heads,
+                cfg_.head_dim, cfg_.rms_eps);
+      }
+      rope(&s.q[b * q_dim], e - b, cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, &cos[b * half],
+           &sin[b * half]);
+      rope(&s.k[b * kv_dim], e - b, cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, &cos[b * half],
+           &sin[b * half]);
       for (int64_t t = b; t < e; ++t)
         kv.StoreToken(l, batch.seqs[s.tok_seq[t]].block_table.data(), s.pos[t], &s.k[t * kv_dim],
                       &s.v[t * kv_dim]);
     });
     Attention(l, batch, s.pos, kv, pool);
     MatMul(L.wo, s.attn.data(), q_dim, n, s.tmp.data(), d, pool, s.mm);
+    if (cfg_.post_norms)
+      per_token([&](int64_t b, int64_t e) {
+        RmsNorm(&s.tmp[b * d], L.post_attn_norm, &s.tmp[b * d], e - b, d, cfg_.rms_eps);
+      });
     AddInPlace(s.x.data(), s.tmp.data(), n * d);
     per_token([&](int64_t b, int64_t e) {
       RmsNorm(&s.x[b * d], L.ffn_norm, &s.xn[b * d], e - b, d, cfg_.rms_eps);
@@ -314,9 +367,16 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
                                  {&L.w_up, s.up.data(), cfg_.d_ff}};
     MatMulFused(gate_up, s.xn.data(), d, n, pool, s.mm);
     per_token([&](int64_t b, int64_t e) {
-      SiluMulF32(&s.gate[b * cfg_.d_ff], &s.up[b * cfg_.d_ff], (e - b) * cfg_.d_ff);
+      if (cfg_.activation == LlamaConfig::Activation::kGeluTanh)
+        GeluTanhMulF32(&s.gate[b * cfg_.d_ff], &s.up[b * cfg_.d_ff], (e - b) * cfg_.d_ff);
+      else
+        SiluMulF32(&s.gate[b * cfg_.d_ff], &s.up[b * cfg_.d_ff], (e - b) * cfg_.d_ff);
     });
     MatMul(L.w_down, s.gate.data(), cfg_.d_ff, n, s.tmp.data(), d, pool, s.mm);
+    if (cfg_.post_norms)
+      per_token([&](int64_t b, int64_t e) {
+        RmsNorm(&s.tmp[b * d], L.post_ffn_norm, &s.tmp[b * d], e - b, d, cfg_.rms_eps);
+      });
     AddInPlace(s.x.data(), s.tmp.data(), n * d);
   }
 
@@ -375,6 +435,7 @@ void LlamaModel::Attention(int layer, const Batch& batch, const std::vector<int3
       a.group = group;
       a.head_dim = hd;
       a.first_pos = pos[t];
+      a.window = cfg_.IsLocal(layer) ? cfg_.sliding_window : 0;
       a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
       a.kv = kv.Head(layer, it.kv_head);
       a.block_table = seq.block_table.data();

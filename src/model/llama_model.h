@@ -1,6 +1,12 @@
-// The llama architecture (SmolLM2, Llama 2/3, Mistral) over GGUF weights:
-// RMSNorm, RoPE (file's theta, linear scaling, optional rope_freqs), grouped-
-// query attention over the paged KV cache, SwiGLU, tied or separate output.
+// Decoder-only transformers over GGUF weights: RMSNorm, RoPE (file's theta,
+// linear scaling, optional rope_freqs), grouped-query attention over the
+// paged KV cache, a gated MLP, tied or separate output. What differs between
+// architectures is data (LlamaConfig's recipe fields, set from the GGUF's
+// architecture name), not another forward pass:
+//  - llama / mistral (SmolLM2, Llama 2/3, Mistral): SwiGLU, pair-wise RoPE;
+//  - gemma3: embeddings scaled by sqrt(d_model), RMSNorm of each q/k head,
+//    norms after attention and after the MLP too, GELU-gated MLP, NeoX RoPE,
+//    sliding-window layers (every sixth layer global) with their own RoPE base.
 //
 // Forward() takes a flat batch of tokens from many sequences (prefill chunks
 // and decode tokens mixed); it writes each token's K/V into its sequence's
@@ -36,6 +42,21 @@ struct LlamaConfig {
   float rope_linear_scale = 1.f;  // positions are divided by this
   float rms_eps = 1e-5f;
   bool tied_output = false;
+
+  // The architecture's recipe.
+  enum class Activation : uint8_t { kSilu, kGeluTanh };
+  enum class Rope : uint8_t { kPairs, kNeox };  // (x[2i], x[2i+1]) or (x[i], x[i + d/2])
+  Activation activation = Activation::kSilu;
+  Rope rope = Rope::kPairs;
+  float embed_scale = 1.f;           // token embeddings are multiplied by this
+  bool qk_norm = false;              // RMSNorm of each query and key head (attn_{q,k}_norm)
+  bool post_norms = false;           // RMSNorm of the attention and MLP outputs before the residual
+  int sliding_window = 0;            // positions a local layer sees (0: every layer is global)
+  int global_every = 0;              // with a window: layer l is global when (l + 1) % this == 0
+  float rope_theta_local = 10000.f;  // RoPE base of the local layers
+  bool IsLocal(int layer) const {
+    return sliding_window > 0 && (global_every <= 0 || (layer + 1) % global_every != 0);
+  }
 };
 
 struct LoadOptions {
@@ -72,6 +93,10 @@ class LlamaModel {
   struct Layer {
     const float* attn_norm = nullptr;
     const float* ffn_norm = nullptr;
+    const float* q_norm = nullptr;  // qk_norm
+    const float* k_norm = nullptr;
+    const float* post_attn_norm = nullptr;  // post_norms
+    const float* post_ffn_norm = nullptr;
     MatMulWeight wq, wk, wv, wo, w_gate, w_up, w_down;
   };
   struct Scratch;
@@ -90,7 +115,7 @@ class LlamaModel {
   const float* rope_freqs_ = nullptr;  // optional per-dimension divisors
   MatMulWeight output_;
   std::vector<Layer> layers_;
-  std::vector<float> inv_freq_;
+  std::vector<float> inv_freq_, inv_freq_local_;
   int64_t weight_bytes_ = 0;
   std::unique_ptr<Scratch> scratch_;
   std::vector<std::unique_ptr<float[]>> f32_weights_;  // dequantize_to_f32 only

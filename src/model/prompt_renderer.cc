@@ -275,6 +275,30 @@ Status RestoreInError(const Status& st, const std::vector<std::string>& literals
   return Status(st.code(), std::move(out));
 }
 
+// Gemma's turn format for models whose GGUF has no template: a system
+// message prefixes the first turn, the assistant is "model", a message's text
+// is its string or its text parts concatenated (each trimmed, as Gemma's own
+// template does).
+constexpr const char* kGemmaTurnTemplate =
+    "{%- macro text(c) -%}"
+    "{%- if c is string -%}{{ c | trim }}"
+    "{%- else -%}{%- for p in c -%}{%- if p['type'] == 'text' -%}{{ p['text'] | trim }}"
+    "{%- endif -%}{%- endfor -%}{%- endif -%}"
+    "{%- endmacro -%}"
+    "{{ bos_token }}"
+    "{%- if messages[0]['role'] == 'system' -%}"
+    "{%- if messages[0]['content'] is string -%}"
+    "{%- set prefix = messages[0]['content'] + '\\n\\n' -%}"
+    "{%- else -%}{%- set prefix = messages[0]['content'][0]['text'] + '\\n\\n' -%}{%- endif -%}"
+    "{%- set turns = messages[1:] -%}"
+    "{%- else -%}{%- set prefix = '' -%}{%- set turns = messages -%}{%- endif -%}"
+    "{%- for m in turns -%}"
+    "{%- set role = 'model' if m['role'] == 'assistant' else m['role'] -%}"
+    "{{ '<start_of_turn>' + role + '\\n' + (prefix if loop.first else '') }}{{ text(m['content']) }}"
+    "{{ '<end_of_turn>\\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<start_of_turn>model\\n' }}{%- endif -%}";
+
 }  // namespace
 
 PromptRenderer::PromptRenderer(const Tokenizer& tokenizer, std::optional<ChatTemplate> tmpl)
@@ -319,6 +343,14 @@ Expected<std::unique_ptr<PromptRenderer>> PromptRenderer::FromGguf(const GgufFil
       return parsed.status().WithContext("parsing the chat template of " + file.path());
     }
     tmpl = std::move(parsed).value();
+  } else if (auto arch = file.GetStringOr("general.architecture", ""); arch.ok() &&
+                                                                      *arch == "gemma3") {
+    // Gemma 3 GGUFs may carry no template; Gemma's turn format is fixed
+    // (a system message is prefixed to the first user turn; the assistant
+    // is "model"). Written for Brisk from the format's description.
+    auto parsed = ChatTemplate::Parse(kGemmaTurnTemplate);
+    if (!parsed.ok()) return parsed.status().WithContext("the built-in Gemma chat template");
+    tmpl = std::move(parsed).value();
   }
   return std::make_unique<PromptRenderer>(tokenizer, std::move(tmpl));
 }
@@ -358,7 +390,14 @@ Expected<RenderedPrompt> PromptRenderer::RenderChat(const OrderedJson& messages,
 
 Expected<std::vector<int32_t>> PromptRenderer::EncodeChat(const OrderedJson& messages) const {
   ASSIGN_OR_RETURN(RenderedPrompt p, RenderChat(messages));
-  return tokenizer_.EncodeWithPlainRanges(p.text, /*add_special=*/true, p.plain);
+  return EncodeRendered(p);
+}
+
+std::vector<int32_t> PromptRenderer::EncodeRendered(const RenderedPrompt& p,
+                                                    bool add_special) const {
+  // A template that writes the BOS itself gets no second one from the tokenizer.
+  const bool has_bos = !bos_text_.empty() && p.text.starts_with(bos_text_);
+  return tokenizer_.EncodeWithPlainRanges(p.text, add_special && !has_bos, p.plain);
 }
 
 std::vector<int32_t> PromptRenderer::EncodeCompletion(std::string_view prompt) const {

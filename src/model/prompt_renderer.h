@@ -73,8 +73,9 @@ class PromptRenderer {
   PromptRenderer(const PromptRenderer&) = delete;
   PromptRenderer& operator=(const PromptRenderer&) = delete;
 
-  // Reads tokenizer.chat_template from the GGUF (absent: no template); a
-  // template that does not parse is an error naming the file.
+  // Reads tokenizer.chat_template from the GGUF (absent: no template, except
+  // for gemma3, whose fixed turn format is built in); a template that does
+  // not parse is an error naming the file.
   static Expected<std::unique_ptr<PromptRenderer>> FromGguf(const GgufFile& file,
                                                             const Tokenizer& tokenizer);
 
@@ -99,9 +100,12 @@ class PromptRenderer {
   // RenderChat, then tokenize: special tokens written by the template are
   // control tokens, every string from the messages is plain text. BOS/EOS
   // are added as the model's tokenizer config asks (Encode's add_special),
-  // as the server did before: a template that prints bos_token itself then
-  // yields BOS twice for a model with add_bos (Gemma 3).
+  // except a BOS the template printed itself (Gemma 3's): one BOS, as the
+  // model was trained.
   Expected<std::vector<int32_t>> EncodeChat(const nlohmann::ordered_json& messages) const;
+  // Tokens of a rendered chat prompt (what EncodeChat feeds the model). With
+  // add_special, the tokenizer's BOS unless the template wrote it already.
+  std::vector<int32_t> EncodeRendered(const RenderedPrompt& p, bool add_special = true) const;
 
   // /v1/completions prompt text: the caller writes the whole prompt, template
   // markup included, so special-token strings ARE parsed (as llama.cpp's

@@ -15,8 +15,6 @@
 // agreement with exact math is stored in the fixture for comparison.
 #include <gtest/gtest.h>
 
-#include "util/test_support.h"
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -25,64 +23,13 @@
 
 #include "engine/sampler.h"
 #include "model/llama_model.h"
+#include "model/reference_test_util.h"
+#include "util/test_support.h"
 
 namespace brisk {
 namespace {
 
 const std::string kModel = std::string(BRISK_MODEL_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
-const std::string kFixtureDir = std::string(BRISK_SOURCE_DIR) + "/tests/fixtures/";
-
-float LogSumExp(const float* x, int n) {
-  float mx = *std::max_element(x, x + n);
-  double s = 0;
-  for (int i = 0; i < n; ++i) s += std::exp(double(x[i]) - mx);
-  return mx + static_cast<float>(std::log(s));
-}
-
-nlohmann::json LoadFixture(const std::string& name) {
-  std::ifstream in(kFixtureDir + name);
-  EXPECT_TRUE(in) << kFixtureDir + name;
-  return nlohmann::json::parse(in);
-}
-
-struct Agreement {
-  int64_t positions = 0, top1 = 0;
-  double max_dlogprob = 0, sum_dlogprob = 0;
-  int64_t n = 0;
-  double top1_rate() const { return double(top1) / double(positions); }
-  double mean() const { return sum_dlogprob / double(n); }
-};
-
-// Runs every fixture prompt through `model` and compares log-probs of the
-// fixture's top-10 tokens. `logprob(p, i, k)` gives the fixture's value.
-template <typename RefLogProb>
-Agreement Compare(LlamaModel& model, const nlohmann::json& fixture, RefLogProb logprob) {
-  const int vocab = model.config().vocab;
-  ThreadPool threads(2);
-  KvCache kv(model.kv_shape(16), 128);
-  std::vector<int32_t> blocks(128);
-  for (int i = 0; i < 128; ++i) blocks[i] = i;
-  Agreement a;
-  for (const auto& p : fixture["prompts"]) {
-    std::vector<int32_t> toks = p["tokens"].get<std::vector<int32_t>>();
-    Batch b;
-    b.Add(toks, 0, blocks, BatchSequence::Logits::kAll);
-    std::vector<float> logits;
-    EXPECT_TRUE(model.Forward(b, kv, threads, &logits).ok());
-    for (size_t i = 0; i < toks.size(); ++i, ++a.positions) {
-      const float* row = &logits[i * vocab];
-      const float lse = LogSumExp(row, vocab);
-      a.top1 += ArgMax(std::span<const float>(row, vocab)) == int32_t(p["top_ids"][i][0]);
-      for (size_t k = 0; k < p["top_ids"][i].size(); ++k) {
-        double d = std::fabs(double(row[int32_t(p["top_ids"][i][k])]) - lse - logprob(p, i, k));
-        a.max_dlogprob = std::max(a.max_dlogprob, d);
-        a.sum_dlogprob += d;
-        ++a.n;
-      }
-    }
-  }
-  return a;
-}
 
 class ReferenceLogitsTest : public ::testing::Test {
  protected:
@@ -98,9 +45,6 @@ class ReferenceLogitsTest : public ::testing::Test {
   }
 };
 
-auto ExactLogProb = [](const nlohmann::json& p, size_t i, size_t k) {
-  return double(p["top_logprobs"][i][k]);
-};
 auto LlamaLogProb = [](const nlohmann::json& p, size_t i, size_t k) {
   return double(p["top_logits"][i][k]) - double(p["lse"][i]);
 };

@@ -93,8 +93,7 @@ Problem TokenizeInto(const PreparationContext& ctx, std::string_view text,
       return Bad("messages", "invalid_value",
                  "The chat template rejected the messages: " + rendered.status().message());
     }
-    tokens = renderer.tokenizer().EncodeWithPlainRanges(rendered->text, add_special.value_or(true),
-                                                        rendered->plain);
+    tokens = renderer.EncodeRendered(*rendered, add_special.value_or(true));
   }
   Json out = Json::object();
   out["count"] = tokens.size();
