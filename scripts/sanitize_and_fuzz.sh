@@ -14,7 +14,7 @@ cmake --build build-asan -j"$(nproc)"
 # checks of code paths the other model, engine and scheduler tests already
 # drive; under ASan they only cost minutes.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j"$(nproc)" -E 'ReferenceLogitsTest|Gemma3ReferenceTest\.(Reference|FastPath)|ThirtyTwoConcurrent')
+  ctest --output-on-failure -j"$(nproc)" -E 'ReferenceLogitsTest|Gemma3ReferenceTest\.(Reference|FastPath|Greedy)|ThirtyTwoConcurrent')
 # The server under ASan/UBSan with the real openai client and the robustness
 # tests (disconnects, overload, bad input): memory errors on the HTTP and
 # streaming paths show up here.

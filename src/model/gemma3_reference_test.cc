@@ -69,5 +69,35 @@ TEST_F(Gemma3ReferenceTest, FastPathStaysCloseToExactMath) {
   EXPECT_LT(a.mean(), 0.2);
 }
 
+// Greedy continuations in f32 reference mode against llama.cpp's on the same
+// weights dequantized to F32 (tools/make_gemma3_llamacpp_fixture.py).
+TEST_F(Gemma3ReferenceTest, GreedyContinuationsMatchLlamaCppOnF32Weights) {
+  auto model = Load(/*f32=*/true);
+  ASSERT_TRUE(model);
+  const auto fixture = LoadFixture("gemma3_llamacpp_f32.json");
+  const std::vector<int32_t> end = {1, 106};  // <eos>, <end_of_turn>
+  int identical = 0, total = 0;
+  double prefix = 0;
+  for (const auto& p : fixture["prompts"]) {
+    const auto prompt = p["tokens"].get<std::vector<int32_t>>();
+    auto ref = p["greedy"]["tokens"].get<std::vector<int32_t>>();
+    if (ref.size() > 16) ref.resize(16);  // the first 16 tokens keep the test short
+    auto ours = GreedyTokens(*model, prompt, ref.size() + 1, end);
+    // llama-server leaves the end token out of its list.
+    if (ours.size() > ref.size()) ours.resize(ref.size());
+    size_t common = 0;
+    while (common < ours.size() && common < ref.size() && ours[common] == ref[common]) ++common;
+    prefix += ref.empty() ? 1.0 : double(common) / double(ref.size());
+    identical += ours == ref;
+    ++total;
+  }
+  std::printf(
+      "gemma3 greedy continuations identical to llama.cpp (f32 weights): %d/%d, "
+      "mean common prefix %.1f%%\n",
+      identical, total, 100 * prefix / total);
+  EXPECT_GE(total, 20);
+  EXPECT_GE(double(identical) / total, 0.9);
+}
+
 }  // namespace
 }  // namespace brisk

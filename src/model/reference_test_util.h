@@ -75,6 +75,33 @@ Agreement Compare(LlamaModel& model, const nlohmann::json& fixture, RefLogProb l
   return a;
 }
 
+// Greedy continuation of `prompt`: up to n argmax tokens fed back one at a
+// time, stopping after an end token (which is included).
+inline std::vector<int32_t> GreedyTokens(LlamaModel& model, const std::vector<int32_t>& prompt,
+                                         size_t n, const std::vector<int32_t>& end_tokens) {
+  const int vocab = model.config().vocab;
+  ThreadPool threads(2);
+  KvCache kv(model.kv_shape(16), 128);
+  std::vector<int32_t> blocks(128);
+  for (int i = 0; i < 128; ++i) blocks[i] = i;
+  std::vector<int32_t> out;
+  std::vector<float> logits;
+  Batch b;
+  b.Add(prompt, 0, blocks);
+  EXPECT_TRUE(model.Forward(b, kv, threads, &logits).ok());
+  int32_t pos = static_cast<int32_t>(prompt.size());
+  while (out.size() < n) {
+    const int32_t t = ArgMax(std::span<const float>(logits.data(), vocab));
+    out.push_back(t);
+    if (std::find(end_tokens.begin(), end_tokens.end(), t) != end_tokens.end()) break;
+    std::vector<int32_t> one = {t};
+    b.Clear();
+    b.Add(one, pos++, blocks);
+    EXPECT_TRUE(model.Forward(b, kv, threads, &logits).ok());
+  }
+  return out;
+}
+
 inline double ExactLogProb(const nlohmann::json& p, size_t i, size_t k) {
   return double(p["top_logprobs"][i][k]);
 }
