@@ -27,6 +27,7 @@ MODELS = [
     ("SmolLM2-135M Q4_1 (default)", "models/SmolLM2-135M-Instruct.Q4_1.gguf"),
     ("SmolLM2-135M Q8_0", "models/smollm2-135m.Q8_0.gguf"),
     ("SmolLM2-135M Q4_0", "models/smollm2-135m.Q4_0.gguf"),
+    ("Gemma 3 270M Q4_K_M", "models/gemma-3-270m-q4_k_m.gguf"),
 ]
 
 
