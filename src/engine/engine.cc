@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace brisk {
@@ -81,6 +83,9 @@ Status Engine::Validate(const GenerationRequest& r) const {
   for (const auto& [t, bias] : r.sampling.logit_bias)
     if (t >= model_.config().vocab)
       return InvalidArgument("logit_bias token id {} out of range", t);
+  if (r.logprobs < -1 || r.logprobs > kMaxLogprobsTop)
+    return InvalidArgument("logprobs must be in -1..{} (-1 = none), got {}", kMaxLogprobsTop,
+                           r.logprobs);
   if (r.min_tokens < 0 || r.min_tokens > r.max_tokens)
     return InvalidArgument("min_tokens must be in 0..max_tokens ({}), got {}", r.max_tokens,
                            r.min_tokens);
@@ -99,7 +104,11 @@ Status Engine::Add(int64_t request_id, GenerationRequest r) {
   st.tokens = r.prompt;
   st.num_prompt = static_cast<int32_t>(r.prompt.size());
   st.num_seats = r.n;
-  st.salt = RootBlockHash(r.cache_salt);
+  // Prompt logprobs need every prompt position computed: a salt no other
+  // request has keeps the prefix cache from serving any of it.
+  st.salt = r.prompt_logprobs && r.logprobs >= 0
+                ? RootBlockHash(fmt::format("{}\x1fprompt-logprobs/{}", r.cache_salt, request_id))
+                : RootBlockHash(r.cache_salt);
   st.tenant = std::hash<std::string>{}(r.tenant);
   RETURN_IF_ERROR(scheduler_.Add(std::move(st)));
   outputs_.Add(request_id, next_seq_id_++, r);
@@ -125,11 +134,18 @@ void Engine::ApplyCancels(std::vector<SequenceOutput>* outputs) {
 Status Engine::RunForward(const SchedulerOutput& so) {
   for (const auto& [src, dst] : so.block_copies) kv_.CopyBlock(src, dst);
   batch_.Clear();
+  all_rows_.clear();
   for (const ScheduledChunk& c : so.chunks) {
     const SeqState* st = scheduler_.Find(c.id);
     if (c.pos_begin < st->num_prompt) outputs_.NoteScheduled(*st);  // prefill: usage facts
+    // Prompt logprobs (echo) need every position's row; nobody else pays.
+    const bool all = c.pos_begin < st->num_prompt && outputs_.WantsAllLogits(c);
+    all_rows_.push_back(all ? 1 : 0);
     batch_.Add(std::span<const int32_t>(st->tokens).subspan(c.pos_begin, c.n_tokens), c.pos_begin,
-               st->blocks, c.sample ? BatchSequence::Logits::kLast : BatchSequence::Logits::kNone);
+               st->blocks,
+               all        ? BatchSequence::Logits::kAll
+               : c.sample ? BatchSequence::Logits::kLast
+                          : BatchSequence::Logits::kNone);
   }
   const auto t_fwd = Clock::now();
   RETURN_IF_ERROR(model_.Forward(batch_, kv_, threads_, &logits_));
@@ -157,7 +173,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
       results_.clear();
       outputs_.Process(
           so.chunks, logits_, model_.config().vocab, scheduler_, [this] { return next_seq_id_++; },
-          &results_, outputs);
+          &results_, outputs, all_rows_);
       last_step_.grammar_mask_s = outputs_.TakeGrammarMaskTimes();
       scheduler_.UpdateFromOutput(so, results_);
     }

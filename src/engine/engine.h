@@ -96,6 +96,7 @@ class Engine {
   std::vector<int64_t> cancels_;
   Batch batch_;
   std::vector<float> logits_;
+  std::vector<uint8_t> all_rows_;  // per scheduled chunk: every position's logits (echo)
   std::vector<SeqResult> results_;
   StepStats last_step_;
 };

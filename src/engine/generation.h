@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 
@@ -50,6 +51,14 @@ struct GenerationRequest {
   // can end). Null = unconstrained, at no per-step cost. Its `spec` is the
   // plain data to send across a process seam (recompile there).
   std::shared_ptr<const CompiledConstraint> constraint;
+  // Log probabilities (engine/logprobs.h: of the raw model distribution).
+  // -1 = none; k in 0..kMaxLogprobsTop = each sampled token's log p and the
+  // k most likely tokens at its position.
+  int logprobs = -1;
+  // With logprobs >= 0 (completions' echo): the prompt's tokens get records
+  // too (every prompt position's logits are computed, and the prompt is
+  // never served from the prefix cache, so all of them exist).
+  bool prompt_logprobs = false;
 };
 
 // What one sample of a request produced in one step. Usage and timings are
@@ -65,6 +74,14 @@ struct SequenceOutput {
   int32_t cached_tokens = 0;      // prompt tokens served from the prefix cache
   int32_t completion_tokens = 0;  // of this sample
   double queue_s = -1;            // arrival -> first scheduled
+  // With GenerationRequest::logprobs >= 0: one record per token of
+  // new_tokens whose text belongs to the output, in order (a stop or
+  // end-of-generation token that ends the sample without text has none).
+  std::vector<TokenLogprob> logprobs;
+  // With prompt_logprobs, once, on each sample's first output with tokens:
+  // one record per prompt token (the first has no context: logprob 0 and
+  // no alternatives, which the API sends as null).
+  std::vector<TokenLogprob> prompt_logprobs;
 };
 
 // Per-step numbers for metrics.

@@ -27,8 +27,12 @@ struct OutputProcessor::Sequence {
         stop_strings(r.stop),
         stop(r.stop),
         stop_token_ids(r.stop_token_ids),
-        constraint(r.constraint) {
+        constraint(r.constraint),
+        logprobs(r.logprobs),
+        prompt_logprobs(r.logprobs >= 0 && r.prompt_logprobs) {
     if (constraint) matcher = std::make_unique<GrammarMatcher>(&constraint->grammar());
+    // The first prompt token has no context: a record with no alternatives.
+    if (prompt_logprobs && !r.prompt.empty()) prompt_lps.push_back({r.prompt[0], 0.0f, {}});
   }
 
   // Sample `k` of the same request, from this one right after its prompt was
@@ -46,9 +50,13 @@ struct OutputProcessor::Sequence {
     proto.include_stop_str_in_output = include_stop_str;
     proto.skip_special_tokens = skip_special;
     proto.constraint = constraint;
+    proto.logprobs = logprobs;  // the prompt records are copied below
     auto child = std::make_unique<Sequence>(child_id, request_id, k, proto, tok);
     child->n_prompt = n_prompt;
     if (matcher) child->matcher->CopyFrom(*matcher);
+    // Forks happen once the prompt is computed: its records are complete.
+    child->prompt_logprobs = prompt_logprobs;
+    child->prompt_lps = prompt_lps;
     return child;
   }
 
@@ -78,6 +86,10 @@ struct OutputProcessor::Sequence {
   std::vector<int32_t> stop_token_ids;
   std::shared_ptr<const CompiledConstraint> constraint;
   std::unique_ptr<GrammarMatcher> matcher;  // the grammar state; null when unconstrained
+  int logprobs;                             // top alternatives per token; -1 = no logprobs
+  bool prompt_logprobs;                     // still to record / send the prompt's records
+  int32_t prompt_lp_next = 1;               // the next prompt position to record
+  std::vector<TokenLogprob> prompt_lps;
   bool finished = false;
   int32_t cached_tokens = 0;  // from the scheduler, kept by NoteScheduled
   double queue_s = -1;
@@ -194,6 +206,9 @@ bool OutputProcessor::PushText(Sequence& s, int32_t tok, SequenceOutput* out) {
 
 void OutputProcessor::Sample(Sequence& s, std::span<float> logits, std::span<const int32_t> history,
                              const Scheduler& scheduler, SequenceOutput* out, SeqResult* result) {
+  // Logprobs are of the raw distribution: keep the row before any mask,
+  // bias or penalty touches it.
+  if (s.logprobs >= 0) raw_row_.assign(logits.begin(), logits.end());
   if (s.n_generated < s.min_tokens) SuppressStops(s, logits);
   if (s.matcher) SetGrammarMask(s, logits.size());
   const int32_t tok = s.sampler.Sample(logits, history);
@@ -210,12 +225,21 @@ void OutputProcessor::Sample(Sequence& s, std::span<float> logits, std::span<con
   result->token = tok;
   ++s.n_generated;
   out->new_tokens.push_back(tok);
+  if (s.logprobs >= 0)
+    out->logprobs.push_back(MakeTokenLogprob(raw_row_, tok, s.logprobs, &row_logprobs_));
+  if (s.prompt_logprobs) {
+    out->prompt_logprobs = std::move(s.prompt_lps);
+    s.prompt_logprobs = false;
+  }
   const bool stop_token =
       std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), tok) != s.stop_token_ids.end();
   if (stop_token || (!s.ignore_eos && tokenizer_.IsEog(tok))) {
     // The stop token's own text only on request (control tokens render only
     // without skip_special_tokens).
-    if (s.include_stop_str) PushText(s, tok, out);
+    if (s.include_stop_str)
+      PushText(s, tok, out);
+    else if (s.logprobs >= 0)
+      out->logprobs.pop_back();  // no text, no record
     Finish(s, FinishReason::kStop, scheduler, out);
   } else if (PushText(s, tok, out)) {
     Finish(s, FinishReason::kStop, scheduler, out);
@@ -229,10 +253,25 @@ void OutputProcessor::Sample(Sequence& s, std::span<float> logits, std::span<con
 void OutputProcessor::Process(std::span<const ScheduledChunk> chunks, std::span<float> logits,
                               int vocab, const Scheduler& scheduler,
                               const std::function<int64_t()>& new_seq_id,
-                              std::vector<SeqResult>* results,
-                              std::vector<SequenceOutput>* outputs) {
+                              std::vector<SeqResult>* results, std::vector<SequenceOutput>* outputs,
+                              std::span<const uint8_t> all_rows) {
   int64_t row = 0;
-  for (const ScheduledChunk& c : chunks) {
+  for (size_t ci = 0; ci < chunks.size(); ++ci) {
+    const ScheduledChunk& c = chunks[ci];
+    const bool all = ci < all_rows.size() && all_rows[ci];
+    if (all) {
+      auto it = seqs_.find(c.id);
+      const SeqState* st = scheduler.Find(c.id);
+      if (it != seqs_.end() && st)
+        RecordPromptLogprobs(*it->second, c,
+                             logits.subspan(row * vocab, int64_t{c.n_tokens} * vocab), vocab,
+                             st->tokens);
+      row += c.n_tokens - 1;  // the last row is the sampling row, if any
+      if (!c.sample) {
+        ++row;
+        continue;
+      }
+    }
     if (!c.sample) continue;
     std::span<float> lg = logits.subspan(row * vocab, vocab);
     ++row;
@@ -266,6 +305,32 @@ void OutputProcessor::Process(std::span<const ScheduledChunk> chunks, std::span<
     outputs->push_back(std::move(out));
     results->push_back(std::move(result));
     results->insert(results->end(), child_finishes.begin(), child_finishes.end());
+  }
+}
+
+bool OutputProcessor::WantsAllLogits(const ScheduledChunk& c) const {
+  auto it = seqs_.find(c.id);
+  if (it == seqs_.end()) return false;
+  const Sequence& s = *it->second;
+  // Row j predicts position pos_begin + j + 1: useful while that is a
+  // prompt position not recorded yet.
+  return s.prompt_logprobs && !s.finished && s.prompt_lp_next < s.n_prompt &&
+         c.pos_begin + c.n_tokens >= s.prompt_lp_next;
+}
+
+void OutputProcessor::RecordPromptLogprobs(Sequence& s, const ScheduledChunk& c,
+                                           std::span<const float> rows, int vocab,
+                                           const std::vector<int32_t>& tokens) {
+  if (!s.prompt_logprobs) return;
+  for (int32_t j = 0; j < c.n_tokens; ++j) {
+    const int32_t target = c.pos_begin + j + 1;
+    // Recomputed positions (after a preemption) were recorded already.
+    if (target != s.prompt_lp_next || target >= s.n_prompt) continue;
+    if (static_cast<size_t>(target) >= tokens.size()) break;
+    s.prompt_lps.push_back(MakeTokenLogprob(rows.subspan(size_t(j) * size_t(vocab), size_t(vocab)),
+                                            tokens[static_cast<size_t>(target)], s.logprobs,
+                                            &row_logprobs_));
+    ++s.prompt_lp_next;
   }
 }
 

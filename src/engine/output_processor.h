@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/generation.h"
+#include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/stop_matcher.h"
@@ -58,9 +59,17 @@ class OutputProcessor {
   // logits row r ([rows][vocab], modified in place). Fork ids come from
   // `new_seq_id`. Appends one SeqResult per sampled chunk (plus finishes of
   // forks that ended on their first token) for Scheduler::UpdateFromOutput.
+  // `all_rows` (empty, or one entry per chunk): a chunk with a non-zero
+  // entry owns one row per token (BatchSequence::Logits::kAll; its last row
+  // is its sampling row), read for prompt logprobs.
   void Process(std::span<const ScheduledChunk> chunks, std::span<float> logits, int vocab,
                const Scheduler& scheduler, const std::function<int64_t()>& new_seq_id,
-               std::vector<SeqResult>* results, std::vector<SequenceOutput>* outputs);
+               std::vector<SeqResult>* results, std::vector<SequenceOutput>* outputs,
+               std::span<const uint8_t> all_rows = {});
+  // Whether the chunk computes prompt positions whose logits a
+  // prompt-logprobs request still needs (then the forward pass must return
+  // every position's row for it).
+  bool WantsAllLogits(const ScheduledChunk& c) const;
 
   // Sequences that finished since the last call; their state is gone.
   std::vector<int64_t> TakeFinished();
@@ -88,6 +97,9 @@ class OutputProcessor {
   // min_tokens on); true when a stop string matched.
   bool PushText(Sequence& s, int32_t tok, SequenceOutput* out);
   void MarkFinished(Sequence& s);
+  // Prompt logprobs from a chunk's rows: row j predicts position pos_begin + j + 1.
+  void RecordPromptLogprobs(Sequence& s, const ScheduledChunk& c, std::span<const float> rows,
+                            int vocab, const std::vector<int32_t>& tokens);
   // Structured output: the allowed-token mask of the sequence's grammar
   // state, set on its sampler (the vocabulary's token trie is built on the
   // first use).
@@ -106,6 +118,9 @@ class OutputProcessor {
   TokenBitmask mask_bits_;
   std::vector<uint8_t> mask_bytes_;  // the sampler's view during one Sample()
   std::vector<double> mask_times_;
+  // Logprobs: the sampled row before the sampler changes it, and scratch.
+  std::vector<float> raw_row_;
+  RowLogprobs row_logprobs_;
 };
 
 }  // namespace brisk

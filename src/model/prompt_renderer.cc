@@ -356,7 +356,8 @@ Expected<std::unique_ptr<PromptRenderer>> PromptRenderer::FromGguf(const GgufFil
 }
 
 Expected<RenderedPrompt> PromptRenderer::RenderChat(const OrderedJson& messages,
-                                                    bool add_generation_prompt) const {
+                                                    bool add_generation_prompt,
+                                                    const OrderedJson* tools) const {
   if (!tmpl_) {
     return InvalidArgument(
         "this model has no chat template (tokenizer.chat_template); "
@@ -370,6 +371,9 @@ Expected<RenderedPrompt> PromptRenderer::RenderChat(const OrderedJson& messages,
     OrderedJson ctx = OrderedJson::object();
     ctx["messages"] = std::move(msgs);
     ctx["tools"] = nullptr;
+    if (tools && !tools->empty()) {
+      ASSIGN_OR_RETURN(ctx["tools"], protector.Json(*tools, 0));
+    }
     ctx["documents"] = nullptr;
     ctx["add_generation_prompt"] = add_generation_prompt;
     ctx["bos_token"] = bos_text_;
@@ -388,8 +392,9 @@ Expected<RenderedPrompt> PromptRenderer::RenderChat(const OrderedJson& messages,
   return edged;
 }
 
-Expected<std::vector<int32_t>> PromptRenderer::EncodeChat(const OrderedJson& messages) const {
-  ASSIGN_OR_RETURN(RenderedPrompt p, RenderChat(messages));
+Expected<std::vector<int32_t>> PromptRenderer::EncodeChat(const OrderedJson& messages,
+                                                          const OrderedJson* tools) const {
+  ASSIGN_OR_RETURN(RenderedPrompt p, RenderChat(messages, true, tools));
   return EncodeRendered(p);
 }
 

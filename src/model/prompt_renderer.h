@@ -88,21 +88,25 @@ class PromptRenderer {
   // produces them: role, content (a string, or any JSON the template
   // accepts, e.g. an array of text parts), optional name / tool_call_id /
   // tool_calls) as HF transformers does: add_generation_prompt = true,
-  // bos_token / eos_token = the tokenizer's texts, tools = documents = None.
+  // bos_token / eos_token = the tokenizer's texts, tools = `tools` or None, documents = None.
   // Errors: InvalidArgument (no template; the template raised, with its
   // message, or failed; message strings that are not UTF-8; a template that
   // cut a protected string apart), ResourceExhausted (template limits).
   // add_generation_prompt = false renders the conversation without the
   // assistant turn's opening (for counting tokens: /tokenize).
+  // `tools` (optional): the request's function tools in OpenAI's shape, the
+  // template's `tools` variable (protected like message strings).
   Expected<RenderedPrompt> RenderChat(const nlohmann::ordered_json& messages,
-                                      bool add_generation_prompt = true) const;
+                                      bool add_generation_prompt = true,
+                                      const nlohmann::ordered_json* tools = nullptr) const;
 
   // RenderChat, then tokenize: special tokens written by the template are
   // control tokens, every string from the messages is plain text. BOS/EOS
   // are added as the model's tokenizer config asks (Encode's add_special),
   // except a BOS the template printed itself (Gemma 3's): one BOS, as the
   // model was trained.
-  Expected<std::vector<int32_t>> EncodeChat(const nlohmann::ordered_json& messages) const;
+  Expected<std::vector<int32_t>> EncodeChat(const nlohmann::ordered_json& messages,
+                                            const nlohmann::ordered_json* tools = nullptr) const;
   // Tokens of a rendered chat prompt (what EncodeChat feeds the model). With
   // add_special, the tokenizer's BOS unless the template wrote it already.
   std::vector<int32_t> EncodeRendered(const RenderedPrompt& p, bool add_special = true) const;

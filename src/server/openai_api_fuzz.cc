@@ -61,6 +61,14 @@ void CheckRequest(Endpoint ep, bool ignore_unknown, const brisk::api::ApiRequest
   Check(r.min_tokens >= 0 && (!r.max_tokens || r.min_tokens <= *r.max_tokens));
   Check(r.stop_token_ids.size() <= kMaxStopTokenIds);
   for (int32_t id : r.stop_token_ids) Check(id >= 0);
+  Check(r.logprobs >= -1 &&
+        r.logprobs <=
+            (ep == Endpoint::kChatCompletions ? kMaxTopLogprobs : kMaxCompletionLogprobs));
+  Check(!r.echo || ep == Endpoint::kCompletions);
+  if (r.tools) {
+    Check(ep == Endpoint::kChatCompletions && !r.tools->tools.empty());
+    for (const auto& t : r.tools->tools) Check(!t.name.empty() && t.name.size() <= 64);
+  }
   Check(ignore_unknown || r.ignored_fields.empty());
   for (size_t i = 0; i < r.ignored_fields.size(); ++i) {
     Check(r.ignored_fields[i].size() <= 67);  // "" for a key that is ""

@@ -162,7 +162,7 @@ TEST(OpenAiUnknownFieldsTest, IgnoredAndListedWhenAsked) {
   ASSERT_TRUE(std::holds_alternative<ApiError>(bad));
   EXPECT_EQ(std::get<ApiError>(bad).param, "temperature");
   // Known-but-unsupported features are not "unknown": still refused.
-  bad = ParseRequest(kChat, ChatWith(R"("tools":[{"type":"function"}])"), ignore);
+  bad = ParseRequest(kChat, ChatWith(R"("functions":[{"name":"f"}])"), ignore);
   ASSERT_TRUE(std::holds_alternative<ApiError>(bad));
   EXPECT_EQ(std::get<ApiError>(bad).code, "unsupported");
   // Names are cut like every quoted client string.

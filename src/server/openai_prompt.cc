@@ -63,6 +63,34 @@ bool IsEmptyValue(const Json& v) {
   return v.is_null() || ((v.is_array() || v.is_object()) && v.empty());
 }
 
+// An assistant message's tool_calls (history of an agent loop): each
+// {id, type: "function", function: {name, arguments (a string)}}, kept in
+// that shape for the chat template.
+Problem ParseToolCalls(const Json& v, const std::string& p, Json* msg) {
+  if (!v.is_array()) return TypeError(p, "an array", v);
+  if (v.empty()) return std::nullopt;
+  Json calls = Json::array();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string q = fmt::format("{}[{}]", p, i);
+    const Json& c = v[i];
+    if (!c.is_object()) return TypeError(q, "an object", c);
+    std::string id, name, args;
+    if (const Json* x = Get(c, "id")) BRISK_API_TRY(ReadString(*x, q + ".id", &id));
+    const Json* fn = Get(c, "function");
+    if (!fn) return Missing(q + ".function");
+    if (!fn->is_object()) return TypeError(q + ".function", "an object", *fn);
+    const Json* n = Get(*fn, "name");
+    if (!n) return Missing(q + ".function.name");
+    BRISK_API_TRY(ReadString(*n, q + ".function.name", &name));
+    if (const Json* a = Get(*fn, "arguments"))
+      BRISK_API_TRY(ReadString(*a, q + ".function.arguments", &args));
+    calls.push_back(Json{
+        {"id", id}, {"type", "function"}, {"function", Json{{"name", name}, {"arguments", args}}}});
+  }
+  (*msg)["tool_calls"] = std::move(calls);
+  return std::nullopt;
+}
+
 Problem ParseMessage(const Json& m, size_t index, Json* out, std::vector<std::string>* ignored) {
   const std::string p = fmt::format("messages[{}]", index);
   if (!m.is_object()) return TypeError(p, "an object", m);
@@ -80,8 +108,8 @@ Problem ParseMessage(const Json& m, size_t index, Json* out, std::vector<std::st
   for (const auto& [k, val] : m.items()) {
     if (k == "role" || k == "content" || k == "name") continue;
     if (k == "tool_call_id" && role == "tool") continue;
-    if (assistant &&
-        (k == "tool_calls" || k == "function_call" || k == "refusal" || k == "audio")) {
+    if (assistant && k == "tool_calls") continue;  // ParseToolCalls
+    if (assistant && (k == "function_call" || k == "refusal" || k == "audio")) {
       if (IsEmptyValue(val)) continue;
       return Unsupported(p + "." + k,
                          fmt::format("'{}' in assistant messages is not supported yet", k));
@@ -109,6 +137,8 @@ Problem ParseMessage(const Json& m, size_t index, Json* out, std::vector<std::st
     BRISK_API_TRY(ReadString(*id, p + ".tool_call_id", &s));
     msg["tool_call_id"] = std::move(s);
   }
+  if (const Json* calls = assistant ? Get(m, "tool_calls") : nullptr)
+    BRISK_API_TRY(ParseToolCalls(*calls, p + ".tool_calls", &msg));
   *out = std::move(msg);
   return std::nullopt;
 }

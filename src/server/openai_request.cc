@@ -9,6 +9,7 @@
 #include "server/openai_fields.h"
 #include "server/openai_prompt.h"
 #include "server/openai_response_format.h"
+#include "server/openai_tools.h"
 #include "server/strict_json.h"
 
 namespace brisk::api {
@@ -184,59 +185,33 @@ Problem ParseStreamOptions(const Json& v, ApiRequest* req, std::vector<std::stri
   return std::nullopt;
 }
 
-// "none" | "auto" (with no tools, both mean "no calls") are accepted.
+constexpr const char* kUseTools =
+    "'function_call' (deprecated) is not supported; use 'tools' and 'tool_choice'";
+
+// function_call (deprecated): "none" | "auto" (no functions: no calls) are accepted.
 Problem ParseToolChoice(const Json& v, const std::string& param) {
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
     if (s == "none" || s == "auto") return std::nullopt;
-    if (s == "required") return Unsupported(param, "tool calling is not supported yet");
+    if (s == "required") return Unsupported(param, kUseTools);
     return Bad(
         param, "invalid_value",
         fmt::format("'{}' must be one of none, auto, required, got '{}'", param, Snippet(s)));
   }
-  if (v.is_object()) return Unsupported(param, "tool calling is not supported yet");
+  if (v.is_object()) return Unsupported(param, kUseTools);
   return TypeError(param, "a string or an object", v);
 }
 
 // Fields that are known but not implemented: accepted only at their "off"
 // value. Type errors come before "unsupported" so a typo still reads as one.
-Problem CheckUnsupported(const Json& body, Endpoint ep) {
-  const bool chat = ep == Endpoint::kChatCompletions;
-  if (const Json* v = Get(body, "logprobs")) {
-    if (chat) {
-      bool b = false;
-      BRISK_API_TRY(ReadBool(*v, "logprobs", &b));
-      if (b) return Unsupported("logprobs", "'logprobs' is not supported yet");
-    } else {
-      int64_t k = 0;
-      BRISK_API_TRY(ReadIntIn(*v, "logprobs", 0, 5, &k));
-      return Unsupported("logprobs", "'logprobs' is not supported yet");
-    }
+Problem CheckUnsupported(const Json& body) {
+  if (const Json* v = Get(body, "functions")) {
+    if (!v->is_array()) return TypeError("functions", "an array", *v);
+    if (!v->empty())
+      return Unsupported("functions", "'functions' (deprecated) is not supported; use 'tools'");
   }
-  if (const Json* v = Get(body, "top_logprobs")) {
-    int64_t k = 0;
-    BRISK_API_TRY(ReadIntIn(*v, "top_logprobs", 0, kMaxTopLogprobs, &k));
-    if (k > 0) return Unsupported("top_logprobs", "'top_logprobs' is not supported yet");
-  }
-  for (const char* key : {"tools", "functions"}) {
-    if (const Json* v = Get(body, key)) {
-      if (!v->is_array()) return TypeError(key, "an array", *v);
-      if (!v->empty()) {
-        return Unsupported(key, fmt::format("'{}' (function calling) is not supported yet", key));
-      }
-    }
-  }
-  for (const char* key : {"tool_choice", "function_call"}) {
-    if (const Json* v = Get(body, key)) BRISK_API_TRY(ParseToolChoice(*v, key));
-  }
-  if (const Json* v = Get(body, "parallel_tool_calls")) {
-    bool b = false;
-    BRISK_API_TRY(ReadBool(*v, "parallel_tool_calls", &b));
-    if (b) {
-      return Unsupported("parallel_tool_calls",
-                         "'parallel_tool_calls': true is not supported yet (no tool calling)");
-    }
-  }
+  if (const Json* v = Get(body, "function_call"))
+    BRISK_API_TRY(ParseToolChoice(*v, "function_call"));
   if (const Json* v = Get(body, "modalities")) {
     if (!v->is_array()) return TypeError("modalities", "an array of strings", *v);
     for (size_t i = 0; i < v->size(); ++i) {
@@ -254,20 +229,43 @@ Problem CheckUnsupported(const Json& body, Endpoint ep) {
        {"audio", "prediction", "reasoning_effort", "verbosity", "web_search_options"}) {
     if (Get(body, key)) return Unsupported(key, fmt::format("'{}' is not supported yet", key));
   }
-  if (const Json* v = Get(body, "echo")) {
-    bool b = false;
-    BRISK_API_TRY(ReadBool(*v, "echo", &b));
-    if (b) return Unsupported("echo", "'echo': true is not supported yet");
-  }
-  if (const Json* v = Get(body, "suffix")) {
-    std::string s;
-    BRISK_API_TRY(ReadString(*v, "suffix", &s));
-    if (!s.empty()) return Unsupported("suffix", "'suffix' (insertion) is not supported yet");
-  }
   if (const Json* v = Get(body, "best_of")) {
     int64_t k = 0;
     BRISK_API_TRY(ReadIntIn(*v, "best_of", 1, kMaxN, &k));
     if (k > 1) return Unsupported("best_of", "'best_of' > 1 is not supported yet");
+  }
+  return std::nullopt;
+}
+
+// Chat: logprobs (bool) + top_logprobs (0..20); completions: logprobs
+// (0..5), echo, suffix.
+Problem ParseLogprobsAndEcho(const Json& body, Endpoint ep, ApiRequest* req) {
+  if (ep == Endpoint::kChatCompletions) {
+    bool on = false;
+    int64_t top = 0;
+    if (const Json* v = Get(body, "logprobs")) BRISK_API_TRY(ReadBool(*v, "logprobs", &on));
+    if (const Json* v = Get(body, "top_logprobs")) {
+      BRISK_API_TRY(ReadIntIn(*v, "top_logprobs", 0, kMaxTopLogprobs, &top));
+      if (top > 0 && !on)
+        return Bad("top_logprobs", "invalid_value",
+                   "'top_logprobs' requires 'logprobs' to be true");
+    }
+    if (on) req->logprobs = static_cast<int>(top);
+    return std::nullopt;
+  }
+  if (const Json* v = Get(body, "logprobs")) {
+    int64_t k = 0;
+    BRISK_API_TRY(ReadIntIn(*v, "logprobs", 0, kMaxCompletionLogprobs, &k));
+    req->logprobs = static_cast<int>(k);
+  }
+  if (const Json* v = Get(body, "echo")) BRISK_API_TRY(ReadBool(*v, "echo", &req->echo));
+  if (const Json* v = Get(body, "suffix")) {
+    std::string s;
+    BRISK_API_TRY(ReadString(*v, "suffix", &s));
+    if (!s.empty())
+      return Unsupported("suffix",
+                         "'suffix' (insertion) is not supported: this model's template has no "
+                         "infill (fill-in-the-middle) format");
   }
   return std::nullopt;
 }
@@ -375,7 +373,9 @@ Problem ParseInto(Endpoint ep, std::string_view body_text, const ParseOptions& o
     BRISK_API_TRY(ParsePrompt(*prompt, req));
   }
 
-  BRISK_API_TRY(CheckUnsupported(body, ep));
+  BRISK_API_TRY(CheckUnsupported(body));
+  BRISK_API_TRY(ParseLogprobsAndEcho(body, ep, req));
+  if (chat) BRISK_API_TRY(ParseTools(body, &req->tools));
   BRISK_API_TRY(CheckHarmless(body));
   BRISK_API_TRY(ParseResponseFormat(body, req));
 

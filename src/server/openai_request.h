@@ -28,13 +28,13 @@
 //     ParseOptions::ignore_unknown_fields, unknown keys are skipped instead
 //     and listed in ApiRequest::ignored_fields;
 //   - "stream_options" without "stream": true (OpenAI's message);
-//   - a known feature Brisk does not implement yet (tools, functions,
-//     logprobs, echo, suffix, best_of > 1,
+//   - a known feature Brisk does not implement yet (functions,
+//     suffix (no infill template), best_of > 1,
 //     audio, non-text modalities, non-text content parts, ...): code
 //     "unsupported", the message says what.
 // `null` for any known optional field means "not given". Fields clients send
 // by habit and that change nothing here (user, metadata, store, service_tier,
-// parallel_tool_calls: false, prompt_cache_key, safety_identifier) are
+// prompt_cache_key, safety_identifier) are
 // accepted; metadata must still be what OpenAI allows (string values, the
 // sizes below).
 #pragma once
@@ -56,9 +56,10 @@ namespace brisk::api {
 
 enum class Endpoint { kChatCompletions, kCompletions };
 
-inline constexpr int kMaxN = 128;      // "n" upper bound; the server may cap lower
-inline constexpr size_t kMaxStop = 4;  // stop strings per request (as OpenAI)
-inline constexpr int kMaxTopLogprobs = 20;
+inline constexpr int kMaxN = 128;                 // "n" upper bound; the server may cap lower
+inline constexpr size_t kMaxStop = 4;             // stop strings per request (as OpenAI)
+inline constexpr int kMaxTopLogprobs = 20;        // chat top_logprobs
+inline constexpr int kMaxCompletionLogprobs = 5;  // completions logprobs
 
 // metadata, as OpenAI documents it: at most 16 pairs, keys of at most 64
 // characters, values strings of at most 512 characters (characters = code
@@ -87,6 +88,28 @@ struct ResponseFormat {
   std::string name;    // json_schema.name
   std::string schema;  // json_schema.schema as JSON text, key order kept
   bool strict = false;
+};
+
+// Function tools (openai_tools.h has the rules).
+struct ToolDef {
+  std::string name;         // 1..64 of [A-Za-z0-9_-]
+  std::string description;  // may be empty
+  std::string parameters;   // JSON Schema text; "{}" when absent
+  bool strict = false;      // function.strict: every keyword must be enforced
+};
+
+struct ToolChoice {
+  enum class Kind { kNone, kAuto, kRequired, kNamed };
+  Kind kind = Kind::kAuto;
+  std::string name;  // kNamed
+};
+
+struct ToolsRequest {
+  std::vector<ToolDef> tools;
+  ToolChoice choice;
+  bool parallel = true;
+  // tools as the chat template sees them (OpenAI's request shape).
+  nlohmann::ordered_json template_tools;
 };
 
 struct ApiRequest {
@@ -144,6 +167,18 @@ struct ApiRequest {
   std::optional<double> timeout_s;   // extension: "timeout": seconds, finite, > 0
   // Structured output; unset = text. Chat (OpenAI) and completions (extension).
   std::optional<ResponseFormat> response_format;
+  // Logprobs: -1 = none; else each generated token's logprob and this many
+  // alternatives. Chat: "logprobs": true with "top_logprobs" 0..20 (default
+  // 0; top_logprobs > 0 without logprobs is a 400); completions: the integer
+  // "logprobs" 0..5.
+  int logprobs = -1;
+  // Completions: the prompt text comes back before the completion (with
+  // logprobs, the prompt tokens' records too). "suffix" is a 400: no
+  // template here has an infill format.
+  bool echo = false;
+  // Chat: tools, tool_choice and parallel_tool_calls (openai_tools.h);
+  // unset without tools.
+  std::optional<ToolsRequest> tools;
 
   // With ParseOptions::ignore_unknown_fields: the unknown keys that were
   // skipped, each once, in body order, named with array indices dropped

@@ -192,32 +192,17 @@ TEST(OpenAiApiErrorTest, UnsupportedFeatures) {
     std::string body;
     const char* param;
   };
-  const std::string tool =
-      R"({"type":"function","function":{"name":"f","parameters":{"type":"object"}}})";
   const std::vector<Case> cases = {
-      {kChat, ChatWith(R"("tools":[)" + tool + "]"), "tools"},
-      {kChat, ChatWith(R"("tool_choice":"required")"), "tool_choice"},
-      {kChat, ChatWith(R"("tool_choice":{"type":"function","function":{"name":"f"}})"),
-       "tool_choice"},
       {kChat, ChatWith(R"("functions":[{"name":"f"}])"), "functions"},
       {kChat, ChatWith(R"("function_call":{"name":"f"})"), "function_call"},
-      {kChat, ChatWith(R"("logprobs":true)"), "logprobs"},
-      {kChat, ChatWith(R"("top_logprobs":3)"), "top_logprobs"},
       {kChat, ChatWith(R"("audio":{"voice":"alloy","format":"wav"})"), "audio"},
       {kChat, ChatWith(R"("modalities":["text","audio"])"), "modalities[1]"},
-      {kChat, ChatWith(R"("parallel_tool_calls":true)"), "parallel_tool_calls"},
       {kChat, ChatWith(R"("prediction":{"type":"content","content":"x"})"), "prediction"},
       {kChat, ChatWith(R"("reasoning_effort":"low")"), "reasoning_effort"},
       {kChat,
        R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url",
            "image_url":{"url":"http://x"}}]}]})",
        "messages[0].content[0].type"},
-      {kChat,
-       R"({"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c"}]}]})",
-       "messages[0].tool_calls"},
-      {kCompl, ComplWith(R"("echo":true)"), "echo"},
-      {kCompl, ComplWith(R"("logprobs":0)"), "logprobs"},
-      {kCompl, ComplWith(R"("logprobs":5)"), "logprobs"},
       {kCompl, ComplWith(R"("suffix":"end")"), "suffix"},
       {kCompl, ComplWith(R"("best_of":3)"), "best_of"},
   };

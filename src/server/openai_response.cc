@@ -65,12 +65,19 @@ std::string CompletionBody(Endpoint ep, std::string_view id, std::string_view mo
     Json choice = Json::object();
     if (chat) {
       choice["index"] = c.index;
-      choice["message"] = Json{{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      if (c.tool_calls.is_null()) {
+        choice["message"] = Json{{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      } else {
+        choice["message"] = Json{{"role", "assistant"},
+                                 {"content", nullptr},
+                                 {"refusal", nullptr},
+                                 {"tool_calls", c.tool_calls}};
+      }
     } else {
       choice["text"] = c.text;
       choice["index"] = c.index;
     }
-    choice["logprobs"] = nullptr;
+    choice["logprobs"] = c.logprobs;
     choice["finish_reason"] = OrNull(c.finish_reason);
     arr.push_back(std::move(choice));
   }
@@ -82,7 +89,8 @@ std::string CompletionBody(Endpoint ep, std::string_view id, std::string_view mo
 
 std::string SseChunk(Endpoint ep, std::string_view id, std::string_view model, int64_t created,
                      int index, std::optional<std::string_view> role, std::string_view delta_text,
-                     std::optional<std::string_view> finish_reason, const Usage* usage) {
+                     std::optional<std::string_view> finish_reason, const Usage* usage,
+                     const Json* logprobs) {
   const bool chat = ep == Endpoint::kChatCompletions;
   Json j = Envelope(id, chat ? "chat.completion.chunk" : "text_completion", model, created);
   j["system_fingerprint"] = std::string(kSystemFingerprint);
@@ -97,7 +105,22 @@ std::string SseChunk(Endpoint ep, std::string_view id, std::string_view model, i
     choice["text"] = std::string(delta_text);
     choice["index"] = index;
   }
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = logprobs ? *logprobs : Json(nullptr);
+  choice["finish_reason"] = finish_reason ? Json(std::string(*finish_reason)) : Json(nullptr);
+  j["choices"] = Json::array({std::move(choice)});
+  if (usage) j["usage"] = UsageJson(*usage);
+  return SseEvent(j);
+}
+
+std::string SseDeltaChunk(std::string_view id, std::string_view model, int64_t created, int index,
+                          Json delta, std::optional<std::string_view> finish_reason,
+                          const Usage* usage, const Json* logprobs) {
+  Json j = Envelope(id, "chat.completion.chunk", model, created);
+  j["system_fingerprint"] = std::string(kSystemFingerprint);
+  Json choice = Json::object();
+  choice["index"] = index;
+  choice["delta"] = std::move(delta);
+  choice["logprobs"] = logprobs ? *logprobs : Json(nullptr);
   choice["finish_reason"] = finish_reason ? Json(std::string(*finish_reason)) : Json(nullptr);
   j["choices"] = Json::array({std::move(choice)});
   if (usage) j["usage"] = UsageJson(*usage);

@@ -31,6 +31,10 @@ struct Choice {
   int index = 0;
   std::string text;
   std::string finish_reason;  // "stop" | "length" | ...; "" is sent as null
+  // The choice's "logprobs" (openai_logprobs.h); null when not asked for.
+  nlohmann::ordered_json logprobs = nullptr;
+  // Chat: non-null = message.tool_calls (and content null).
+  nlohmann::ordered_json tool_calls = nullptr;
 };
 
 // Non-streaming response: "chat.completion" with choices[{index,
@@ -50,10 +54,19 @@ std::string CompletionBody(Endpoint ep, std::string_view id, std::string_view mo
 // as OpenAI sends them. Completions ("text_completion"): "text" is always
 // present and `role` is ignored. With `usage` (vLLM's
 // stream_options.continuous_usage_stats), the chunk carries "usage" as in
-// CompletionBody.
+// CompletionBody. `logprobs` (else null) is the choice's "logprobs".
 std::string SseChunk(Endpoint ep, std::string_view id, std::string_view model, int64_t created,
                      int index, std::optional<std::string_view> role, std::string_view delta_text,
-                     std::optional<std::string_view> finish_reason, const Usage* usage = nullptr);
+                     std::optional<std::string_view> finish_reason, const Usage* usage = nullptr,
+                     const nlohmann::ordered_json* logprobs = nullptr);
+
+// A chat chunk whose delta is `delta` as given (tool-call deltas:
+// {"tool_calls": [{"index", "id", "type", "function": {"name", "arguments"}}]}).
+std::string SseDeltaChunk(std::string_view id, std::string_view model, int64_t created, int index,
+                          nlohmann::ordered_json delta,
+                          std::optional<std::string_view> finish_reason,
+                          const Usage* usage = nullptr,
+                          const nlohmann::ordered_json* logprobs = nullptr);
 
 // The stream_options.include_usage chunk, sent after the last choice chunk
 // and before kSseDone: "choices": [] and "usage" as in CompletionBody.

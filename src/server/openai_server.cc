@@ -359,6 +359,14 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
   o.num_prompts = static_cast<int>(pr->prompts.size());
   o.priority = pr->priority;
   o.arrival = arrival;
+  o.logprobs = pr->logprobs;
+  o.tokenizer = &prep_.renderer->tokenizer();
+  o.render_special = pr->render_special;
+  o.echo_prompts = pr->echo_prompts;
+  o.tool_calls = !pr->tool_choice.empty() && pr->tool_choice != "none";
+  o.tool_call_array = pr->tool_call_array;
+  if (!pr->tool_choice.empty())
+    o.extra_headers.emplace_back("x-brisk-tool-choice", pr->tool_choice);
   ++active_;
   // The access log needs the request's headers (remote, model), not its body.
   auto head = std::make_shared<http::Request>();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "server/openai_tools.h"
 #include "server/structured_output.h"
 
 namespace brisk {
@@ -118,7 +119,8 @@ std::variant<std::vector<std::vector<int32_t>>, api::ApiError> Tokenize(
   if (ar.endpoint == api::Endpoint::kChatCompletions) {
     if (!ctx.renderer->has_chat_template())
       return Invalid("This model has no chat template; use /v1/completions", "unsupported");
-    auto tokens = ctx.renderer->EncodeChat(ar.messages);
+    auto tokens =
+        ctx.renderer->EncodeChat(ar.messages, ar.tools ? &ar.tools->template_tools : nullptr);
     if (!tokens.ok())
       return Invalid("The chat template rejected the messages: " + tokens.status().message(),
                      "invalid_value", "messages");
@@ -165,6 +167,56 @@ std::variant<int, api::ApiError> MaxTokensFor(const PreparationContext& ctx,
                                ar.min_tokens, want),
                    "context_length_exceeded", "min_tokens");
   return static_cast<int>(want);
+}
+
+// Tools: which tool_choice applies (openai_tools.h), and for a forced call
+// its grammar as the request's constraint.
+std::optional<api::ApiError> PrepareToolConstraint(ConstraintCache* cache,
+                                                   const api::ApiRequest& ar,
+                                                   PreparedRequest* out) {
+  using Kind = api::ToolChoice::Kind;
+  const api::ToolsRequest& tr = *ar.tools;
+  Kind kind = tr.choice.kind;
+  if (kind == Kind::kAuto)
+    kind = api::HasToolResultSinceLastUser(ar.messages) ? Kind::kNone : Kind::kRequired;
+  out->tool_choice = kind == Kind::kNone ? "none" : kind == Kind::kNamed ? "named" : "required";
+  if (kind == Kind::kNone) return std::nullopt;
+  if (ar.response_format)
+    return Invalid(
+        "'response_format' cannot be combined with a tool call that tool_choice "
+        "forces; send tool_choice 'none' to get the response_format",
+        "invalid_value", "response_format");
+  // Each tool's parameters on their own first, so an error names the tool.
+  for (size_t i = 0; i < tr.tools.size(); ++i) {
+    const api::ToolDef& t = tr.tools[i];
+    const std::string param = fmt::format("tools[{}].function.parameters", i);
+    auto c = CompileJsonSchemaText(t.parameters);
+    if (!c.ok())
+      return Invalid(
+          fmt::format("'{}' is not a usable JSON Schema: {}", param, c.status().message()),
+          "invalid_value", param);
+    if (t.strict && !c->unenforced.empty())
+      return Invalid(fmt::format("'{}': strict is true, but this server cannot enforce {} at "
+                                 "'{}'; remove it or send strict: false",
+                                 param, c->unenforced[0].keyword, c->unenforced[0].pointer),
+                     "unsupported", param);
+  }
+  const bool named = kind == Kind::kNamed;
+  api::ResponseFormat rf;
+  rf.kind = api::ResponseFormat::Kind::kJsonSchema;
+  rf.name = "tool_call";
+  rf.schema = api::ToolCallSchema(tr.tools, named ? &tr.choice.name : nullptr, tr.parallel);
+  auto c = PrepareConstraint(cache, rf);
+  if (auto* e = std::get_if<api::ApiError>(&c)) {
+    e->param = "tools";
+    return *e;
+  }
+  auto& pc = std::get<PreparedConstraint>(c);
+  out->constraint = std::move(pc.constraint);
+  out->constraint_compiled_now = pc.compiled_now;
+  out->unenforced_keywords = std::move(pc.unenforced);
+  out->tool_call_array = !named && tr.parallel;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -247,6 +299,8 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
   out.continuous_usage = ar.continuous_usage;
   out.ignored_fields = std::move(ar.ignored_fields);
   out.n = ar.n;
+  out.logprobs = ar.logprobs;
+  out.render_special = !ar.skip_special_tokens;
   const auto deadline =
       arrival + std::chrono::microseconds(static_cast<int64_t>(std::get<double>(timeout_s) * 1e6));
   const std::string salt = config.cache.share_prefix_across_tenants ? "" : out.tenant;
@@ -254,6 +308,10 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
   // keys the client's address (its port dropped: one host, one share).
   const std::string fair_tenant =
       out.tenant.empty() ? "addr:" + std::string(RemoteHost(req.remote)) : "key:" + out.tenant;
+  if (ar.tools) {
+    auto tc = PrepareToolConstraint(ctx.constraints, ar, &out);
+    if (tc) return *tc;
+  }
   if (ar.response_format) {
     auto c = PrepareConstraint(ctx.constraints, *ar.response_format);
     if (auto* e = std::get_if<api::ApiError>(&c)) return *e;
@@ -263,6 +321,13 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
     out.unenforced_keywords = std::move(pc.unenforced);
   }
   for (auto& tokens : std::get<std::vector<std::vector<int32_t>>>(prompts)) {
+    // Echo: text prompts as given, token-id prompts (after them) decoded.
+    if (ar.echo) {
+      const size_t i = out.prompts.size();
+      out.echo_prompts.push_back(
+          i < ar.prompts.size() ? ar.prompts[i]
+                                : ctx.renderer->tokenizer().Decode(tokens, ar.skip_special_tokens));
+    }
     auto max_tokens = MaxTokensFor(ctx, ar, static_cast<int64_t>(tokens.size()));
     if (auto* e = std::get_if<api::ApiError>(&max_tokens)) return *e;
     GenerationRequest g;
@@ -282,6 +347,8 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
     g.cache_salt = salt;
     g.tenant = fair_tenant;
     g.constraint = out.constraint;
+    g.logprobs = ar.logprobs;
+    g.prompt_logprobs = ar.echo && ar.logprobs >= 0;
     out.prompts.push_back(std::move(g));
   }
   return out;

@@ -53,6 +53,20 @@ struct PreparedRequest {
   std::shared_ptr<const CompiledConstraint> constraint;
   bool constraint_compiled_now = false;
   std::vector<UnenforcedKeyword> unenforced_keywords;
+  // Logprobs: -1 = none, else alternatives per token (every prompt's
+  // GenerationRequest::logprobs). Token texts render control tokens when
+  // skip_special_tokens is false.
+  int logprobs = -1;
+  bool render_special = false;
+  // Completions' echo: each prompt's text (token-id prompts decoded).
+  std::vector<std::string> echo_prompts;
+  // Tools: the tool_choice that applies ("" without tools, "none",
+  // "required", "named"; "auto" resolves to none or required, see
+  // openai_tools.h). Unless "none", `constraint` is the tool-call grammar and
+  // the output becomes message.tool_calls; tool_call_array: it is a JSON
+  // array of calls (parallel_tool_calls), else one call object.
+  std::string tool_choice;
+  bool tool_call_array = false;
 };
 
 // The host part of a peer address: "127.0.0.1:5555" -> "127.0.0.1",

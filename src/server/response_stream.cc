@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "server/openai_logprobs.h"
+#include "server/openai_tools.h"
 #include "server/request_preparation.h"
 
 namespace brisk {
@@ -42,6 +44,12 @@ ResponseStream::ResponseStream(Options options, std::shared_ptr<http::Responder>
   choices_.resize(n_choices);
   for (int i = 0; i < n_choices; ++i) choices_[i].index = i;
   role_sent_.assign(n_choices, 0);
+  echo_sent_.assign(n_choices, 0);
+  lp_pending_.resize(n_choices);
+  lp_prompt_.resize(n_choices);
+  text_offset_.assign(n_choices, 0);
+  if (opts_.tool_calls && opts_.stream)
+    tool_parsers_.assign(n_choices, api::ToolCallParser(opts_.tool_call_array));
   last_token_at_.assign(n_choices, {});
 }
 
@@ -140,7 +148,7 @@ const api::Usage* ResponseStream::UsageSoFar() {
 
 // As OpenAI streams a chat choice: {"role": "assistant", "content": ""}
 // first, then content deltas, then an empty delta with the finish_reason.
-void ResponseStream::StreamOutput(int index, const SequenceOutput& out) {
+void ResponseStream::StreamOutput(int index, int prompt_index, const SequenceOutput& out) {
   const auto& o = opts_;
   StartStream();
   usage_so_far_.completion_tokens += static_cast<int64_t>(out.new_tokens.size());
@@ -150,13 +158,93 @@ void ResponseStream::StreamOutput(int index, const SequenceOutput& out) {
     res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, "assistant", "",
                               std::nullopt, usage));
   }
-  if (!out.text.empty()) {
-    res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, std::nullopt,
-                              out.text, std::nullopt, usage));
+  if (o.tool_calls) return StreamToolCalls(index, out, usage);
+  // Each chunk carries the records of the tokens whose text it sends; the
+  // records of held-back text wait for the chunk that sends it (at the
+  // latest the final one).
+  const std::string text = TakeEcho(index, prompt_index) + out.text;
+  const bool lp = o.logprobs >= 0;
+  auto& pending = lp_pending_[index];
+  if (lp) pending.insert(pending.end(), out.logprobs.begin(), out.logprobs.end());
+  const auto write = [&](std::string_view t, std::optional<std::string_view> finish) {
+    nlohmann::ordered_json j;
+    if (lp) {
+      j = LogprobsJson(index, lp_prompt_[index], pending);
+      lp_prompt_[index].clear();
+      pending.clear();
+    }
+    res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, std::nullopt, t,
+                              finish, usage, lp ? &j : nullptr));
+  };
+  if (!text.empty()) write(text, std::nullopt);
+  if (out.finished) write("", FinishName(out.reason));
+}
+
+void ResponseStream::StreamToolCalls(int index, const SequenceOutput& out,
+                                     const api::Usage* usage) {
+  const auto& o = opts_;
+  api::ToolCallParser& p = tool_parsers_[static_cast<size_t>(index)];
+  std::vector<api::ToolCallDelta> deltas;
+  p.Feed(out.text, &deltas);
+  for (const api::ToolCallDelta& d : deltas) {
+    nlohmann::ordered_json call = {{"index", d.index}};
+    if (!d.name.empty()) {
+      call["id"] = api::NewToolCallId();
+      call["type"] = "function";
+      call["function"] = {{"name", d.name}, {"arguments", ""}};
+    } else {
+      call["function"] = {{"arguments", d.arguments}};
+    }
+    res_->Write(api::SseDeltaChunk(o.id, o.model_id, o.created_unix, index,
+                                   {{"tool_calls", nlohmann::ordered_json::array({call})}},
+                                   std::nullopt, usage));
   }
-  if (out.finished)
-    res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, std::nullopt, "",
-                              FinishName(out.reason), usage));
+  auto& pending = lp_pending_[static_cast<size_t>(index)];
+  if (o.logprobs >= 0) pending.insert(pending.end(), out.logprobs.begin(), out.logprobs.end());
+  if (!out.finished) return;
+  nlohmann::ordered_json lp;
+  if (o.logprobs >= 0) lp = LogprobsJson(index, {}, pending);
+  const std::string_view finish = p.complete() ? "tool_calls" : FinishName(out.reason);
+  res_->Write(api::SseDeltaChunk(o.id, o.model_id, o.created_unix, index,
+                                 nlohmann::ordered_json::object(), finish, usage,
+                                 o.logprobs >= 0 ? &lp : nullptr));
+}
+
+void ResponseStream::FinishToolCalls(api::Choice& ch) {
+  api::ToolCallParser p(opts_.tool_call_array);
+  std::vector<api::ToolCallDelta> deltas;
+  p.Feed(ch.text, &deltas);
+  if (!p.complete()) return;  // cut off: the text stays content
+  nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+  for (const api::ToolCallDelta& d : deltas) {
+    if (!d.name.empty()) {
+      calls.push_back({{"id", api::NewToolCallId()},
+                       {"type", "function"},
+                       {"function", {{"name", d.name}, {"arguments", ""}}}});
+    } else if (!calls.empty()) {
+      calls.back()["function"]["arguments"].get_ref<std::string&>() += d.arguments;
+    }
+  }
+  ch.tool_calls = std::move(calls);
+  ch.finish_reason = "tool_calls";
+}
+
+std::string ResponseStream::TakeEcho(int index, int prompt_index) {
+  if (opts_.echo_prompts.empty() || echo_sent_[index]) return "";
+  echo_sent_[index] = 1;
+  return opts_.echo_prompts[static_cast<size_t>(prompt_index)];
+}
+
+nlohmann::ordered_json ResponseStream::LogprobsJson(int index, std::span<const TokenLogprob> prompt,
+                                                    std::span<const TokenLogprob> generated) {
+  const Tokenizer& tok = *opts_.tokenizer;
+  if (opts_.endpoint == api::Endpoint::kChatCompletions)
+    return api::ChatLogprobs(api::ChatLogprobContent(generated, tok, opts_.render_special));
+  nlohmann::ordered_json j;
+  int64_t* offset = &text_offset_[static_cast<size_t>(index)];
+  api::AppendCompletionLogprobs(prompt, tok, opts_.render_special, true, offset, &j);
+  api::AppendCompletionLogprobs(generated, tok, opts_.render_special, false, offset, &j);
+  return j;
 }
 
 void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out, const Status& error) {
@@ -179,13 +267,25 @@ void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out, const
     t_last_ = now;
   }
   api::Choice& ch = choices_[index];
-  if (opts_.stream)
-    StreamOutput(index, out);
-  else
-    ch.text += out.text;
+  if (!out.prompt_logprobs.empty()) lp_prompt_[index] = out.prompt_logprobs;
+  if (opts_.stream) {
+    StreamOutput(index, prompt_index, out);
+  } else {
+    ch.text += TakeEcho(index, prompt_index) + out.text;
+    auto& lp = lp_pending_[index];
+    lp.insert(lp.end(), out.logprobs.begin(), out.logprobs.end());
+  }
   if (!out.finished) return;
+  if (!opts_.stream && opts_.logprobs >= 0)
+    ch.logprobs = LogprobsJson(index, lp_prompt_[index], lp_pending_[index]);
 
   ch.finish_reason = std::string(FinishName(out.reason));
+  if (opts_.tool_calls) {
+    if (!opts_.stream)
+      FinishToolCalls(ch);
+    else if (tool_parsers_[static_cast<size_t>(index)].complete())
+      ch.finish_reason = "tool_calls";
+  }
   usage_.completion_tokens += out.completion_tokens;
   if (out.index == 0) {
     usage_.prompt_tokens += out.prompt_tokens;

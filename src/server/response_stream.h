@@ -11,15 +11,19 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/engine_client.h"
 #include "engine/generation.h"
+#include "model/tokenizer.h"
 #include "server/http_server.h"
 #include "server/openai_api.h"
 #include "server/server_metrics.h"
+#include "server/tool_call_parser.h"
 
 namespace brisk {
 
@@ -51,6 +55,20 @@ class ResponseStream {
     int num_prompts = 1;  // choices = num_prompts * n
     Priority priority = Priority::kInteractive;
     Clock::time_point arrival;
+    // Logprobs (openai_logprobs.h): -1 = none, else the engine sends records
+    // and `tokenizer` turns them into text (control tokens rendered when
+    // render_special, i.e. skip_special_tokens is false).
+    int logprobs = -1;
+    const Tokenizer* tokenizer = nullptr;
+    bool render_special = false;
+    // Completions' echo: each prompt's text, put before its choices' text
+    // (with logprobs, its tokens' records, from the engine, before theirs).
+    std::vector<std::string> echo_prompts;
+    // Chat with a forced tool call (openai_tools.h): the output is parsed
+    // into message.tool_calls / tool_calls deltas (finish_reason
+    // "tool_calls"); tool_call_array: a JSON array of calls.
+    bool tool_calls = false;
+    bool tool_call_array = false;
   };
   using DoneCallback = std::function<void(const ResponseSummary&)>;
 
@@ -71,7 +89,18 @@ class ResponseStream {
  private:
   void CancelEngineRequests();
   void Fail(const SequenceOutput& out, const Status& error);
-  void StreamOutput(int index, const SequenceOutput& out);
+  void StreamOutput(int index, int prompt_index, const SequenceOutput& out);
+  // The echoed prompt text of a choice's first output ("" otherwise).
+  std::string TakeEcho(int index, int prompt_index);
+  // Tool calls: streams a chunk's tool-call deltas (and the final chunk).
+  void StreamToolCalls(int index, const SequenceOutput& out, const api::Usage* usage);
+  // Tool calls, non-streaming: the finished text -> message.tool_calls
+  // (unless it was cut off: then it stays text).
+  void FinishToolCalls(api::Choice& ch);
+  // Chat: {"content": [...]}; completions: the legacy object. `prompt` are
+  // echoed prompt records (the first without a logprob).
+  nlohmann::ordered_json LogprobsJson(int index, std::span<const TokenLogprob> prompt,
+                                      std::span<const TokenLogprob> generated);
   void StartStream();
   // For continuous usage: the usage so far, else null.
   const api::Usage* UsageSoFar();
@@ -91,6 +120,14 @@ class ResponseStream {
   int remaining_ = 0;  // choices not finished
   std::vector<api::Choice> choices_;
   std::vector<uint8_t> role_sent_;
+  std::vector<uint8_t> echo_sent_;
+  // Logprobs: per choice, records not sent yet (streaming: tokens whose text
+  // is held back; else all of them), the echoed prompt's, and the text
+  // offset (completions) of the next token.
+  std::vector<std::vector<TokenLogprob>> lp_pending_;
+  std::vector<std::vector<TokenLogprob>> lp_prompt_;
+  std::vector<int64_t> text_offset_;
+  std::vector<api::ToolCallParser> tool_parsers_;  // streaming tool calls, per choice
   std::vector<Clock::time_point> last_token_at_;
   std::optional<Clock::time_point> t_first_;
   Clock::time_point t_last_;

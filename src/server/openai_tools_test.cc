@@ -1,0 +1,125 @@
+// tools / tool_choice / parallel_tool_calls parsing, assistant tool_calls in
+// history, the tool-call grammar's schema and the "auto" decision.
+#include "server/openai_tools.h"
+
+#include <gtest/gtest.h>
+
+#include "grammar/schema_compiler.h"
+#include "server/openai_test_util.h"
+
+namespace brisk::api {
+namespace {
+
+using namespace test_util;
+
+const char* kWeather =
+    R"({"type":"function","function":{"name":"get_weather","description":"Weather in a city",
+        "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}})";
+const char* kTime = R"({"type":"function","function":{"name":"get-time"}})";
+
+std::string WithTools(const std::string& extra) {
+  return ChatWith(std::string(R"("tools":[)") + kWeather + "," + kTime + "]" +
+                  (extra.empty() ? "" : "," + extra));
+}
+
+TEST(OpenAiToolsParse, ToolsAndChoices) {
+  ApiRequest r = MustParse(kChat, WithTools(""));
+  ASSERT_TRUE(r.tools);
+  ASSERT_EQ(r.tools->tools.size(), 2u);
+  EXPECT_EQ(r.tools->tools[0].name, "get_weather");
+  EXPECT_EQ(r.tools->tools[0].description, "Weather in a city");
+  EXPECT_EQ(r.tools->tools[1].parameters, "{}");
+  EXPECT_EQ(r.tools->choice.kind, ToolChoice::Kind::kAuto);
+  EXPECT_TRUE(r.tools->parallel);
+  EXPECT_EQ(r.tools->template_tools.size(), 2u);
+  r = MustParse(kChat, WithTools(R"("tool_choice":"required","parallel_tool_calls":false)"));
+  EXPECT_EQ(r.tools->choice.kind, ToolChoice::Kind::kRequired);
+  EXPECT_FALSE(r.tools->parallel);
+  r = MustParse(kChat,
+                WithTools(R"("tool_choice":{"type":"function","function":{"name":"get-time"}})"));
+  EXPECT_EQ(r.tools->choice.kind, ToolChoice::Kind::kNamed);
+  EXPECT_EQ(r.tools->choice.name, "get-time");
+  EXPECT_EQ(MustParse(kChat, WithTools(R"("tool_choice":"none")")).tools->choice.kind,
+            ToolChoice::Kind::kNone);
+  // No tools: none/auto accepted, nothing to do.
+  EXPECT_FALSE(MustParse(kChat, ChatWith(R"("tools":[],"tool_choice":"auto")")).tools);
+}
+
+TEST(OpenAiToolsParse, Errors) {
+  struct Case {
+    std::string body, param, code;
+  };
+  const std::vector<Case> cases = {
+      {ChatWith(R"("tools":{})"), "tools", "invalid_type"},
+      {ChatWith(R"("tools":[{"type":"retrieval"}])"), "tools[0].type", "invalid_value"},
+      {ChatWith(R"("tools":[{"type":"function"}])"), "tools[0].function",
+       "missing_required_parameter"},
+      {ChatWith(R"("tools":[{"type":"function","function":{"name":"a b"}}])"),
+       "tools[0].function.name", "invalid_value"},
+      {ChatWith(R"("tools":[{"type":"function","function":{"name":"f","parameters":[]}}])"),
+       "tools[0].function.parameters", "invalid_type"},
+      {ChatWith(R"("tools":[{"type":"function","function":{"name":"f","x":1}}])"),
+       "tools[0].function.x", "unknown_parameter"},
+      {WithTools(R"("tool_choice":"sometimes")"), "tool_choice", "invalid_value"},
+      {WithTools(R"("tool_choice":{"type":"function","function":{"name":"nope"}})"),
+       "tool_choice.function.name", "invalid_value"},
+      {ChatWith(R"("tool_choice":"required")"), "tool_choice", "invalid_value"},
+      {WithTools(R"("parallel_tool_calls":"yes")"), "parallel_tool_calls", "invalid_type"},
+      {ChatWith(std::string(R"("tools":[)") + kTime + "," + kTime + "]"), "tools[1].function.name",
+       "invalid_value"},
+  };
+  for (const Case& c : cases) {
+    ApiError e = MustFail(kChat, c.body);
+    EXPECT_EQ(e.param, c.param) << c.body << ": " << e.message;
+    EXPECT_EQ(e.code, c.code) << c.body << ": " << e.message;
+  }
+}
+
+TEST(OpenAiToolsParse, AssistantToolCallsInHistory) {
+  const std::string body = R"({"model":"m","messages":[
+      {"role":"user","content":"weather?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"sunny"}]})";
+  ApiRequest r = MustParse(kChat, body);
+  const Json& calls = r.messages[1]["tool_calls"];
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(calls[0]["function"]["arguments"], R"({"city":"Paris"})");
+  EXPECT_TRUE(HasToolResultSinceLastUser(r.messages));
+  EXPECT_FALSE(HasToolResultSinceLastUser(MustParse(kChat, ChatWith("")).messages));
+  EXPECT_EQ(
+      MustFail(kChat, R"({"model":"m","messages":[{"role":"assistant","tool_calls":[{}]}]})").param,
+      "messages[0].tool_calls[0].function");
+}
+
+TEST(OpenAiToolsSchema, OneCallAnyToolOrAList) {
+  ApiRequest r = MustParse(kChat, WithTools(""));
+  const auto& tools = r.tools->tools;
+  Json one = Json::parse(ToolCallSchema(tools, nullptr, false));
+  ASSERT_EQ(one["anyOf"].size(), 2u);
+  EXPECT_EQ(one["anyOf"][0]["properties"]["name"]["const"], "get_weather");
+  EXPECT_EQ(one["anyOf"][0]["properties"]["arguments"]["required"][0], "city");
+  EXPECT_EQ(one["anyOf"][0]["required"], Json::array({"name", "arguments"}));
+  Json list = Json::parse(ToolCallSchema(tools, nullptr, true));
+  EXPECT_EQ(list["type"], "array");
+  EXPECT_EQ(list["minItems"], 1);
+  const std::string name = "get-time";
+  Json named = Json::parse(ToolCallSchema(tools, &name, true));  // one call, even if parallel
+  EXPECT_EQ(named["properties"]["name"]["const"], "get-time");
+  for (const Json& s : {one, list, named}) {
+    auto c = CompileJsonSchema(s);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_TRUE(c->unenforced.empty());
+  }
+}
+
+TEST(OpenAiToolsSchema, CallIds) {
+  const std::string a = NewToolCallId(), b = NewToolCallId();
+  EXPECT_EQ(a.rfind("call_", 0), 0u);
+  EXPECT_EQ(a.size(), 29u);
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace brisk::api
