@@ -99,6 +99,8 @@ OutputProcessor::OutputProcessor(const Tokenizer& tokenizer, int64_t context_lim
     : tokenizer_(tokenizer), context_limit_(context_limit) {
   for (int32_t id = 0; id < tokenizer.vocab_size(); ++id)
     if (tokenizer.IsEog(id)) eog_ids_.push_back(id);
+  token_trie_future_ =
+      std::async(std::launch::async, [&tok = tokenizer_] { return TokenTrie::Build(tok); });
 }
 
 OutputProcessor::~OutputProcessor() = default;
@@ -337,7 +339,7 @@ void OutputProcessor::RecordPromptLogprobs(Sequence& s, const ScheduledChunk& c,
 void OutputProcessor::SetGrammarMask(Sequence& s, size_t vocab) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!masker_) {
-    token_trie_ = TokenTrie::Build(tokenizer_);
+    token_trie_ = token_trie_future_.get();
     masker_ = std::make_unique<TokenMasker>(token_trie_.get());
   }
   masker_->Compute(*s.matcher, &mask_bits_);

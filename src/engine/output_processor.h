@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -113,6 +114,10 @@ class OutputProcessor {
   std::vector<float> fork_logits_;
   std::vector<int32_t> eog_ids_;  // the tokenizer's end-of-generation tokens
   // Structured output, built on the first constrained request.
+  // Built on a background thread from construction on, so the first
+  // constrained request does not stall a step (40 ms at 49k tokens, 215 ms
+  // at 262k) unless it comes that early.
+  std::future<std::unique_ptr<TokenTrie>> token_trie_future_;
   std::unique_ptr<TokenTrie> token_trie_;
   std::unique_ptr<TokenMasker> masker_;
   TokenBitmask mask_bits_;
