@@ -11,6 +11,8 @@ namespace {
 namespace elementwise_internal {
 void SiluMulScalar(float* gate, const float* up, int64_t n) { SiluMulImpl(gate, up, n); }
 const SiluMulFn kSiluMulVariants[kNumKernelIsas] = {SiluMulScalar, SiluMulAvx2, SiluMulAvx512};
+void GeluMulScalar(float* gate, const float* up, int64_t n) { GeluMulImpl(gate, up, n); }
+const SiluMulFn kGeluMulVariants[kNumKernelIsas] = {GeluMulScalar, GeluMulAvx2, GeluMulAvx512};
 }  // namespace elementwise_internal
 
 void RmsNorm(const float* x, const float* w, float* y, int64_t n, int d, float eps) {
@@ -58,11 +60,9 @@ void RopeNeox(float* x, int64_t n, int n_heads, int head_dim, int rope_dim, cons
 }
 
 void GeluTanhMulF32(float* gate, const float* up, int64_t n) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = 0.5f * g * (1.f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
-  }
+  static const elementwise_internal::SiluMulFn fn =
+      elementwise_internal::kGeluMulVariants[SelectedKernelIsaIndex()];
+  fn(gate, up, n);
 }
 
 void ScaleInPlace(float* x, float s, int64_t n) {

@@ -46,6 +46,11 @@ using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
 void SiluMulScalar(float* gate, const float* up, int64_t n);
 void SiluMulAvx2(float* gate, const float* up, int64_t n);
 void SiluMulAvx512(float* gate, const float* up, int64_t n);
+void GeluMulScalar(float* gate, const float* up, int64_t n);
+void GeluMulAvx2(float* gate, const float* up, int64_t n);
+void GeluMulAvx512(float* gate, const float* up, int64_t n);
+// GeluTanhMulF32's variant table.
+extern const SiluMulFn kGeluMulVariants[kNumKernelIsas];
 // SiluMulF32's variant table, indexed by KernelIsa.
 extern const SiluMulFn kSiluMulVariants[kNumKernelIsas];
 }  // namespace elementwise_internal

@@ -10,6 +10,7 @@ namespace {
 
 namespace elementwise_internal {
 void SiluMulAvx512(float* gate, const float* up, int64_t n) { SiluMulImpl(gate, up, n); }
+void GeluMulAvx512(float* gate, const float* up, int64_t n) { GeluMulImpl(gate, up, n); }
 }  // namespace elementwise_internal
 
 }  // namespace brisk

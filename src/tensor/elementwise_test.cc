@@ -64,12 +64,12 @@ TEST(ElementwiseTest, AddInPlace) {
 
 // SwiGLU's silu(g) * u: every variant within float rounding of double math,
 // over the whole range (large |g| included) and with a short tail.
-TEST(ElementwiseTest, SiluMulMatchesReference) {
+// Every variant of a gated activation against double-precision math.
+void CheckGatedMul(const elementwise_internal::SiluMulFn (&variants)[kNumKernelIsas],
+                   double (*act)(double), double abs_tol) {
   std::vector<elementwise_internal::SiluMulFn> fns;
   for (int i = 0; i < kNumKernelIsas; ++i)
-    if (CpuCanRun(static_cast<KernelIsa>(i)))
-      fns.push_back(elementwise_internal::kSiluMulVariants[i]);
-  ASSERT_EQ(fns[0], elementwise_internal::SiluMulScalar);
+    if (CpuCanRun(static_cast<KernelIsa>(i))) fns.push_back(variants[i]);
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0.f, 4.f);
   std::vector<float> g(1000), u(g.size());
@@ -83,11 +83,31 @@ TEST(ElementwiseTest, SiluMulMatchesReference) {
       std::vector<float> out(g.begin(), g.begin() + n);
       fn(out.data(), u.data(), n);
       for (int64_t i = 0; i < n; ++i) {
-        const double x = g[i], want = x / (1.0 + std::exp(-x)) * u[i];
-        EXPECT_NEAR(out[i], want, 2e-6 * std::fabs(want) + 1e-30) << "g=" << g[i];
+        const double want = act(g[i]) * u[i];
+        EXPECT_NEAR(out[i], want, 2e-6 * std::fabs(want) + abs_tol) << "g=" << g[i];
       }
     }
   }
+}
+
+TEST(ElementwiseTest, SiluMulMatchesReference) {
+  ASSERT_EQ(elementwise_internal::kSiluMulVariants[0], elementwise_internal::SiluMulScalar);
+  CheckGatedMul(
+      elementwise_internal::kSiluMulVariants, [](double x) { return x / (1.0 + std::exp(-x)); },
+      1e-30);
+}
+
+TEST(ElementwiseTest, GeluTanhMulMatchesReference) {
+  ASSERT_EQ(elementwise_internal::kGeluMulVariants[0], elementwise_internal::GeluMulScalar);
+  CheckGatedMul(
+      elementwise_internal::kGeluMulVariants,
+      [](double x) {
+        if (std::fabs(x) > 1e10) return x > 0 ? x : 0.0;  // x^3 overflows; the limit
+        // 0.5 x (1 + tanh(u)) = x / (1 + e^-2u), without 1 + tanh's cancellation for x << 0.
+        const double u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+        return x / (1.0 + std::exp(-2.0 * u));
+      },
+      /*abs_tol=*/1e-12);  // far-negative tails (|value| < 1e-12): the cube's float rounding
 }
 
 }  // namespace
