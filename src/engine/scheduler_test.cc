@@ -1,5 +1,5 @@
-// The scheduler with no model: forward outputs are made up by a deterministic
-// function of each sequence's tokens, so outputs can be compared across runs.
+// The scheduler with no model, driven by scheduler_test_sim.h (made-up
+// deterministic forward outputs, invariants checked every step).
 #include "engine/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -8,115 +8,12 @@
 #include <random>
 #include <set>
 
+#include "engine/scheduler_test_sim.h"
+
 namespace brisk {
 namespace {
 
-int32_t FakeNextToken(const std::vector<int32_t>& toks) {
-  uint32_t h = 2166136261u;
-  for (int32_t t : toks) h = (h ^ static_cast<uint32_t>(t)) * 16777619u;
-  return static_cast<int32_t>(h % 1000);
-}
-
-SeqState MakeSeq(int64_t id, int n_prompt, Priority p = Priority::kInteractive, double arrival = 0,
-                 int first_token = 0) {
-  SeqState s;
-  s.id = id;
-  s.priority = p;
-  s.arrival_s = arrival;
-  for (int i = 0; i < n_prompt; ++i) s.tokens.push_back(first_token + i);
-  s.num_prompt = n_prompt;
-  return s;
-}
-
-// Drives a scheduler like the engine does, checking invariants every step.
-struct Sim {
-  Sim(SchedulerOptions o, int64_t blocks) : pool(blocks), sched(o, &pool) {}
-  KvBlockPool pool;
-  Scheduler sched;
-  std::map<int64_t, int> max_gen;                   // id -> tokens to generate
-  std::map<int64_t, std::vector<int32_t>> outputs;  // id -> generated tokens
-  std::vector<int64_t> finish_order;
-  double now = 0;
-  // n > 1: when > 0, a sequence's first sample forks this many children.
-  int fork_children = 0;
-  int64_t next_child_id = 1000000;
-
-  void Add(SeqState s, int gen) {
-    max_gen[s.id] = gen;
-    ASSERT_TRUE(sched.Add(std::move(s)).ok());
-  }
-  SchedulerOutput Step() {
-    SchedulerOutput out = sched.Schedule(now);
-    int total = 0;
-    for (const auto& c : out.chunks) total += c.n_tokens;
-    EXPECT_LE(total, sched.options().max_batch_tokens);
-    std::vector<SeqResult> results;
-    for (const auto& c : out.chunks) {
-      const SeqState* s = sched.Find(c.id);
-      EXPECT_NE(s, nullptr);
-      EXPECT_EQ(c.pos_begin, s->num_computed);
-      EXPECT_GE(static_cast<int64_t>(s->blocks.size()) * sched.options().block_size,
-                c.pos_begin + c.n_tokens);
-      if (!c.sample) continue;
-      std::vector<int32_t> toks(s->tokens.begin(), s->tokens.end());
-      SeqResult r;
-      r.id = c.id;
-      r.token = FakeNextToken(toks);
-      outputs[c.id].push_back(r.token);
-      r.finished = static_cast<int>(outputs[c.id].size()) >= max_gen[c.id];
-      if (r.finished) finish_order.push_back(c.id);
-      if (fork_children > 0 && s->num_generated() == 0 && !r.finished) {
-        for (int k = 0; k < fork_children; ++k) {
-          const int64_t child = next_child_id++;
-          r.forks.emplace_back(child, r.token + 1 + k);
-          max_gen[child] = max_gen[c.id];
-          outputs[child].push_back(r.token + 1 + k);
-        }
-      }
-      results.push_back(r);
-    }
-    sched.UpdateFromOutput(out, results);
-    CheckAccounting();
-    now += 0.01;
-    return out;
-  }
-  void CheckAccounting() {
-    std::map<int32_t, int> refs;
-    for (const auto& [id, g] : max_gen) {
-      const SeqState* s = sched.Find(id);
-      if (!s) continue;
-      for (int32_t b : s->blocks) ++refs[b];
-    }
-    ASSERT_EQ(static_cast<int64_t>(refs.size()), pool.num_used());
-    for (auto& [b, n] : refs) ASSERT_EQ(pool.RefCount(b), n) << "block " << b;
-    ASSERT_EQ(pool.num_used() + pool.num_free(), pool.num_blocks());
-    // Running slots per tenant match the running sequences.
-    std::map<uint64_t, int64_t> seats;
-    for (const auto& [id, g] : max_gen) {
-      const SeqState* s = sched.Find(id);
-      if (s && s->status == SeqStatus::kRunning) seats[s->tenant] += s->num_seats;
-    }
-    for (const auto& [id, g] : max_gen) {
-      if (const SeqState* s = sched.Find(id)) {
-        ASSERT_EQ(sched.TenantSeats(s->tenant), seats[s->tenant]) << "tenant " << s->tenant;
-      }
-    }
-  }
-  void RunAll(int max_steps = 100000) {
-    for (int i = 0; i < max_steps && sched.HasWork(); ++i) Step();
-    ASSERT_FALSE(sched.HasWork());
-    EXPECT_EQ(pool.num_used(), 0);
-  }
-};
-
-SchedulerOptions Opts(int budget = 64, int max_seqs = 16, int bs = 4) {
-  SchedulerOptions o;
-  o.max_batch_tokens = budget;
-  o.max_concurrent_sequences = max_seqs;
-  o.block_size = bs;
-  o.prefix_cache = false;
-  return o;
-}
+using namespace scheduler_test;
 
 TEST(SchedulerTest, ChunkedPrefillThenDecode) {
   Sim sim(Opts(32), 64);
@@ -284,105 +181,6 @@ TEST(SchedulerTest, BatchDoesNotStarveUnderAStreamOfInteractiveWork) {
   }
   EXPECT_EQ(sim.sched.Find(1000), nullptr) << "batch request starved";
   EXPECT_GE(sim.now, 1.0);
-}
-
-SeqState TenantSeq(int64_t id, uint64_t tenant, double arrival, int n_prompt = 3) {
-  auto s = MakeSeq(id, n_prompt, Priority::kInteractive, arrival, static_cast<int>(id) * 10);
-  s.tenant = tenant;
-  return s;
-}
-
-int RunningOf(const Scheduler& sched, const Sim& sim, uint64_t tenant) {
-  int n = 0;
-  for (const auto& [id, g] : sim.max_gen)
-    if (const SeqState* s = sched.Find(id))
-      n += s->tenant == tenant && s->status == SeqStatus::kRunning;
-  return n;
-}
-
-// One caller's long requests hold every running slot; another caller's
-// request arriving later takes one of them at once instead of waiting for
-// one to finish (the other caller's latest sequence is preempted).
-TEST(SchedulerTest, FairShareTakesASlotFromATenantHoldingAll) {
-  Sim sim(Opts(64, 4), 256);
-  for (int64_t id = 1; id <= 8; ++id) sim.Add(TenantSeq(id, 1, 0.001 * id), 500);
-  sim.Step();
-  sim.Step();
-  ASSERT_EQ(RunningOf(sim.sched, sim, 1), 4);
-  sim.Add(TenantSeq(100, 2, sim.now), 2);
-  auto out = sim.Step();
-  EXPECT_EQ(out.preempted, (std::vector<int64_t>{4}));  // tenant 1's latest running
-  bool scheduled = false;
-  for (const auto& c : out.chunks) scheduled |= c.id == 100;
-  EXPECT_TRUE(scheduled) << "the newcomer's prompt is computed in the same step";
-  EXPECT_EQ(RunningOf(sim.sched, sim, 1), 3);
-  sim.Step();
-  sim.Step();
-  EXPECT_EQ(sim.finish_order, (std::vector<int64_t>{100}));
-}
-
-// Two callers end with equal shares, and then nothing more is preempted.
-TEST(SchedulerTest, FairShareSettlesAtEqualSharesWithoutThrashing) {
-  Sim sim(Opts(64, 6), 4096);  // KV for all: only slots are contended
-  for (int64_t id = 1; id <= 10; ++id) sim.Add(TenantSeq(id, 1, 0.001 * id), 300);
-  sim.Step();
-  for (int64_t id = 11; id <= 20; ++id) sim.Add(TenantSeq(id, 2, sim.now + 0.001 * id), 300);
-  for (int i = 0; i < 5; ++i) sim.Step();
-  EXPECT_EQ(RunningOf(sim.sched, sim, 1), 3);
-  EXPECT_EQ(RunningOf(sim.sched, sim, 2), 3);
-  const int64_t preemptions = sim.sched.stats().preemptions;
-  EXPECT_EQ(preemptions, 3);
-  for (int i = 0; i < 50; ++i) sim.Step();
-  EXPECT_EQ(sim.sched.stats().preemptions, preemptions);
-  sim.RunAll();
-}
-
-// A newcomer's prompt is not starved behind long prompts of another caller
-// that are still being prefilled: it ranks first for the step's budget.
-TEST(SchedulerTest, NewcomerPrefillSharesTheBudgetWithRunningPrefills) {
-  SchedulerOptions o = Opts(16, 8);
-  o.prefill_chunk_tokens = 8;
-  Sim sim(o, 512);
-  sim.Add(TenantSeq(1, 1, 0.0, 200), 5);
-  sim.Add(TenantSeq(2, 1, 0.001, 200), 5);
-  sim.Step();  // both run, 8 prompt tokens each
-  sim.Add(TenantSeq(3, 2, sim.now, 8), 2);
-  auto out = sim.Step();
-  ASSERT_EQ(out.chunks.size(), 2u);
-  EXPECT_EQ(out.chunks[0].id, 3);
-  EXPECT_EQ(out.chunks[0].n_tokens, 8);
-  EXPECT_TRUE(out.preempted.empty());
-}
-
-// With fair_share off (or one caller), a later request waits for a slot.
-TEST(SchedulerTest, FairShareOffIsFcfs) {
-  SchedulerOptions o = Opts(64, 4);
-  o.fair_share = false;
-  Sim sim(o, 256);
-  for (int64_t id = 1; id <= 4; ++id) sim.Add(TenantSeq(id, 1, 0.001 * id), 50);
-  sim.Step();
-  sim.Add(TenantSeq(100, 2, sim.now), 2);
-  auto out = sim.Step();
-  EXPECT_TRUE(out.preempted.empty());
-  sim.RunAll();
-  EXPECT_EQ(sim.finish_order.back(), 100);
-}
-
-// A request of n samples holds n slots: a caller under its share does not
-// take slots from a caller that would then hold fewer than it.
-TEST(SchedulerTest, FairShareCountsSamples) {
-  Sim sim(Opts(64, 8), 256);
-  for (int64_t id = 1; id <= 8; ++id) sim.Add(TenantSeq(id, 1, 0.001 * id), 100);
-  sim.Step();
-  auto big = TenantSeq(100, 2, sim.now);
-  big.num_seats = 6;  // would hold 6 of 8 while tenant 1 keeps 2: not fair
-  sim.Add(std::move(big), 2);
-  auto out = sim.Step();
-  EXPECT_EQ(out.preempted.size(), 0u);
-  auto small = TenantSeq(101, 3, sim.now);
-  sim.Add(std::move(small), 2);
-  out = sim.Step();
-  EXPECT_EQ(out.preempted.size(), 1u);
 }
 
 TEST(SchedulerTest, DeadlinesFireInEveryState) {
