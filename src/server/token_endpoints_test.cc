@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/gguf.h"
+#include "server/default_renderer_test_util.h"
 #include "util/test_support.h"
 
 namespace brisk {
@@ -17,15 +18,9 @@ using json = nlohmann::json;
 class TokenEndpointsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string path = std::string(BRISK_MODEL_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
-    auto file = GgufFile::Open(path);
-    if (!file.ok()) return;
-    file_ = file->release();
-    auto tok = Tokenizer::FromGguf(*file_);
-    if (!tok.ok()) return;
-    tok_ = tok->release();
-    auto renderer = PromptRenderer::FromGguf(*file_, *tok_);
-    if (renderer.ok()) renderer_ = renderer->release();
+    const DefaultRenderer& d = DefaultRenderer::Get();
+    tok_ = d.tok.get();
+    renderer_ = d.renderer.get();
   }
   void SetUp() override {
     if (!renderer_) BRISK_SKIP_OR_FAIL_MISSING("the default model");
@@ -50,9 +45,8 @@ class TokenEndpointsTest : public ::testing::Test {
     return *e;
   }
 
-  static inline GgufFile* file_ = nullptr;
-  static inline Tokenizer* tok_ = nullptr;
-  static inline PromptRenderer* renderer_ = nullptr;
+  static inline const Tokenizer* tok_ = nullptr;
+  static inline const PromptRenderer* renderer_ = nullptr;
   InferenceConfig config_;
   PreparationContext ctx_;
 };
