@@ -93,30 +93,12 @@ struct GreedyAgreement {
 };
 
 GreedyAgreement CompareGreedy(LlamaModel& model, const nlohmann::json& fixture) {
-  const int vocab = model.config().vocab;
-  ThreadPool threads(2);
-  KvCache kv(model.kv_shape(16), 128);
-  std::vector<int32_t> blocks(128);
-  for (int i = 0; i < 128; ++i) blocks[i] = i;
   GreedyAgreement g;
   for (const auto& p : fixture["prompts"]) {
-    std::vector<int32_t> toks = p["tokens"].get<std::vector<int32_t>>();
     const auto ref = p["greedy"]["tokens"].get<std::vector<int32_t>>();
-    std::vector<int32_t> ours;
-    std::vector<float> logits;
-    Batch b;
-    b.Add(toks, 0, blocks);
-    EXPECT_TRUE(model.Forward(b, kv, threads, &logits).ok());
-    int32_t pos = static_cast<int32_t>(toks.size());
-    for (size_t k = 0; k < ref.size(); ++k) {
-      int32_t t = ArgMax(std::span<const float>(logits.data(), vocab));
-      ours.push_back(t);
-      if (t == 0 || t == 2) break;  // <|endoftext|>, <|im_end|>: the fixture's EOG rule
-      std::vector<int32_t> one = {t};
-      b.Clear();
-      b.Add(one, pos++, blocks);
-      EXPECT_TRUE(model.Forward(b, kv, threads, &logits).ok());
-    }
+    // <|endoftext|> and <|im_end|>: the fixture's end-of-generation rule.
+    const auto ours =
+        GreedyTokens(model, p["tokens"].get<std::vector<int32_t>>(), ref.size(), {0, 2});
     size_t common = 0;
     while (common < ours.size() && common < ref.size() && ours[common] == ref[common]) ++common;
     g.prefix_frac += double(common) / double(ref.size());
