@@ -24,6 +24,14 @@ CommandRunner RegisterBenchServe(CLI::App& app);
 // `brisk schema compile|check|bench`: structured-output grammars without a model run.
 CommandRunner RegisterSchema(CLI::App& app);
 
+// `brisk gateway --config gateway.yaml`: tiers, routing, cost ledger (src/gateway/).
+CommandRunner RegisterGateway(CLI::App& app);
+// `brisk canned-upstream`: an instant fake OpenAI upstream, for measuring the
+// gateway's own overhead (bench/gateway_overhead.py). Does no inference.
+CommandRunner RegisterCannedUpstream(CLI::App& app);
+// `brisk cost`: the cost ledger's per-feature daily table (or JSON).
+CommandRunner RegisterCost(CLI::App& app);
+
 // The default model path: $BRISK_MODEL, else ./models/<default>, else the
 // build tree's models/ directory.
 std::string DefaultModelPath();

@@ -30,6 +30,12 @@ int main(int argc, char** argv) {
       "bench", "Load-test an OpenAI-compatible server (TTFT, TPOT, ITL, goodput)"));
   auto schema = brisk::RegisterSchema(*app.add_subcommand(
       "schema", "Compile, check and benchmark JSON Schemas for structured output"));
+  auto gateway = brisk::RegisterGateway(*app.add_subcommand(
+      "gateway", "Route OpenAI requests across model tiers and replicas, with a cost ledger"));
+  auto canned = brisk::RegisterCannedUpstream(*app.add_subcommand(
+      "canned-upstream", "An instant fake OpenAI upstream for gateway overhead benchmarks"));
+  auto cost = brisk::RegisterCost(*app.add_subcommand(
+      "cost", "Print the gateway's cost ledger per feature (or tier, tenant) per day"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -40,5 +46,8 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("bench-model")) return bench();
   if (app.got_subcommand("bench")) return bench_serve();
   if (app.got_subcommand("schema")) return schema();
+  if (app.got_subcommand("gateway")) return gateway();
+  if (app.got_subcommand("canned-upstream")) return canned();
+  if (app.got_subcommand("cost")) return cost();
   return 2;
 }

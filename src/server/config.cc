@@ -34,7 +34,6 @@ constexpr std::string_view kPrecisions[] = {"native", "f32",  "f16",  "bf16", "q
 constexpr std::string_view kUnknownFieldModes[] = {"reject", "ignore"};
 
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
-constexpr int64_t kMaxConfigFileBytes = int64_t{16} << 20;
 
 // The sections with their fields, bound to `c`. Ranges are sanity bounds: they
 // catch typos and unit mistakes, not what a machine can do.
@@ -160,10 +159,11 @@ Status ReadKeys(const Reader& r, const YAML::Node& n, const Loc& at,
            return r.String(&key.tenant, false)(v, loc);
          }},
         {"feature", r.String(&key.feature, true)},
+        {"name", r.String(&key.name, false)},
     };
     if (!e.IsMap()) {
       return r.Error(entry.line,
-                     "{}: expected a map with keys key (or key_env), tenant, feature, "
+                     "{}: expected a map with keys key (or key_env), tenant, feature, name, "
                      "got {}",
                      entry.path, Describe(e));
     }
@@ -181,6 +181,7 @@ Status ReadKeys(const Reader& r, const YAML::Node& n, const Loc& at,
       return r.Error(entry.line, "{}: missing 'tenant' (every API key belongs to a tenant)",
                      entry.path);
     }
+    if (key.name.empty()) key.name = key.tenant;
     if (has_env) {
       int line = er.LineOfKey(entry.path + ".key_env");
       const char* value = std::getenv(key_env.c_str());
@@ -236,23 +237,6 @@ Status CheckConsistency(const Reader& r, const InferenceConfig& c) {
   return Status::Ok();
 }
 
-// 1-based line whose leading whitespace holds a tab, or 0.
-int FirstTabIndentedLine(std::string_view text) {
-  int line = 1;
-  bool at_start = true;
-  for (char ch : text) {
-    if (ch == '\n') {
-      ++line;
-      at_start = true;
-    } else if (at_start && ch == '\t') {
-      return line;
-    } else if (ch != ' ') {
-      at_start = false;
-    }
-  }
-  return 0;
-}
-
 Expected<InferenceConfig> ParseDocument(const YAML::Node& doc, std::string_view filename) {
   InferenceConfig c;
   Reader r(filename);
@@ -274,6 +258,11 @@ Expected<InferenceConfig> ParseDocument(const YAML::Node& doc, std::string_view 
 }  // namespace
 
 std::span<const std::string_view> PrecisionNames() { return kPrecisions; }
+
+Status config_yaml::ReadApiKeys(const Reader& r, const YAML::Node& n, const Loc& at,
+                                std::vector<ApiKeyConfig>* out) {
+  return ReadKeys(r, n, at, out);
+}
 
 Expected<int64_t> ParseByteSize(std::string_view text) {
   std::string_view s = Trim(text);
@@ -328,63 +317,18 @@ Expected<int64_t> ParseByteSize(std::string_view text) {
 
 Expected<InferenceConfig> ParseInferenceConfig(std::string_view yaml_text,
                                                std::string_view filename) {
-  // yaml-cpp reports errors by throwing; this is the one place that catches.
-  try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml_text));
-    if (docs.empty()) return InferenceConfig{};  // empty file or only comments
-    if (docs.size() > 1) {
-      return InvalidArgument("{}:{}: only one YAML document is allowed, found a second one here",
-                             filename, LineOf(docs[1], 1));
-    }
-    return ParseDocument(docs[0], filename);
-  } catch (const YAML::ParserException& e) {
-    if (e.mark.is_null()) return InvalidArgument("{}: YAML syntax error: {}", filename, e.msg);
-    // yaml-cpp's message for a tab in indentation ("illegal map value") does
-    // not say what is wrong; point at the first such line up to the error.
-    if (int tab_line = FirstTabIndentedLine(yaml_text);
-        tab_line > 0 && tab_line <= e.mark.line + 1) {
-      return InvalidArgument(
-          "{}:{}: YAML syntax error: a tab is used for indentation; YAML "
-          "indents with spaces",
-          filename, tab_line);
-    }
-    return InvalidArgument("{}:{}: YAML syntax error at column {}: {}", filename, e.mark.line + 1,
-                           e.mark.column + 1, e.msg);
-  } catch (const YAML::Exception& e) {
-    return InvalidArgument("{}: YAML error: {}", filename, e.msg);
-  } catch (const std::exception& e) {
-    return Internal("{}: reading config: {}", filename, e.what());
-  } catch (...) {
-    return Internal("{}: reading config: unknown error", filename);
-  }
+  InferenceConfig c;
+  RETURN_IF_ERROR(
+      config_yaml::WithYamlDocument(yaml_text, filename, [&](const YAML::Node& doc) -> Status {
+        if (doc.IsNull()) return Status::Ok();  // empty file or only comments
+        ASSIGN_OR_RETURN(c, ParseDocument(doc, filename));
+        return Status::Ok();
+      }));
+  return c;
 }
 
 Expected<InferenceConfig> LoadInferenceConfig(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::file_status st = fs::status(path, ec);
-  if (st.type() == fs::file_type::not_found) {
-    return NotFound("config file '{}' does not exist", path);
-  }
-  if (ec) return InvalidArgument("cannot read config file '{}': {}", path, ec.message());
-  if (fs::is_directory(st)) {
-    return InvalidArgument("config file '{}' is a directory, expected a YAML file", path);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return InvalidArgument("cannot read config file '{}': {}", path, std::strerror(errno));
-  }
-  std::string text;
-  char buf[65536];
-  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (static_cast<int64_t>(text.size()) > kMaxConfigFileBytes) {
-      return InvalidArgument("config file '{}' is larger than 16 MiB; is it the right file?", path);
-    }
-  }
-  if (in.bad()) {
-    return InvalidArgument("cannot read config file '{}': {}", path, std::strerror(errno));
-  }
+  ASSIGN_OR_RETURN(std::string text, config_yaml::ReadConfigFile(path));
   return ParseInferenceConfig(text, path);
 }
 

@@ -21,6 +21,7 @@ struct ApiKeyConfig {
   std::string key;      // bearer token; from `key:` or the variable named by `key_env:`
   std::string tenant;   // required
   std::string feature;  // optional cost-attribution tag; "" = none
+  std::string name;     // what logs, the cost ledger and budgets call the key; default: tenant
   bool operator==(const ApiKeyConfig&) const = default;
 };
 

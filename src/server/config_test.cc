@@ -163,8 +163,8 @@ keys:
   EXPECT_FALSE(c.logging.access_log);
   EXPECT_EQ(c.logging.access_log_path, "/var/log/brisk.jsonl");
   ASSERT_EQ(c.keys.size(), 2u);
-  EXPECT_EQ(c.keys[0], (ApiKeyConfig{"sk-abc", "acme", "search"}));
-  EXPECT_EQ(c.keys[1], (ApiKeyConfig{"sk-from-env", "globex", ""}));
+  EXPECT_EQ(c.keys[0], (ApiKeyConfig{"sk-abc", "acme", "search", "acme"}));
+  EXPECT_EQ(c.keys[1], (ApiKeyConfig{"sk-from-env", "globex", "", "globex"}));
   unsetenv("BRISK_TEST_KEY_ENV");
 }
 
@@ -429,7 +429,7 @@ TEST(ConfigTest, ApiKeys) {
               HasSubstr("keys[0].tenant: expected a non-empty string"));
   EXPECT_THAT(ErrorOf("keys:\n  - {key: k, tenant: a, tier: gold}\n"),
               HasSubstr("unknown key 'tier' in 'keys[0]' (allowed: key, key_env, tenant, "
-                        "feature)"));
+                        "feature, name)"));
   EXPECT_THAT(ErrorOf("keys: {key: k, tenant: a}\n"),
               HasSubstr("inference.yaml:1: keys: expected a sequence"));
   EXPECT_THAT(ErrorOf("keys:\n  - sk-1\n"),

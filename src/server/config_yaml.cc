@@ -3,8 +3,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "server/config.h"
 
@@ -35,6 +39,25 @@ std::string Names(const std::vector<Field>& fields) {
     out += f.name;
   }
   return out;
+}
+
+constexpr int64_t kMaxConfigFileBytes = int64_t{16} << 20;
+
+// 1-based line whose leading whitespace holds a tab, or 0.
+int FirstTabIndentedLine(std::string_view text) {
+  int line = 1;
+  bool at_start = true;
+  for (char ch : text) {
+    if (ch == '\n') {
+      ++line;
+      at_start = true;
+    } else if (at_start && ch == '\t') {
+      return line;
+    } else if (ch != ' ') {
+      at_start = false;
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -232,6 +255,68 @@ Status Reader::UnknownKey(int line, const std::string& name, const std::string& 
     return Error(line, "unknown top-level key '{}' (allowed: {}){}", name, Names(fields), hint);
   }
   return Error(line, "unknown key '{}' in {} (allowed: {}){}", name, where, Names(fields), hint);
+}
+
+Status WithYamlDocument(std::string_view yaml_text, std::string_view filename,
+                        const std::function<Status(const YAML::Node& doc)>& parse) {
+  // yaml-cpp reports errors by throwing; this is the one place that catches.
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml_text));
+    if (docs.empty()) return parse(YAML::Node(YAML::NodeType::Null));
+    if (docs.size() > 1) {
+      return InvalidArgument("{}:{}: only one YAML document is allowed, found a second one here",
+                             filename, LineOf(docs[1], 1));
+    }
+    return parse(docs[0]);
+  } catch (const YAML::ParserException& e) {
+    if (e.mark.is_null()) return InvalidArgument("{}: YAML syntax error: {}", filename, e.msg);
+    // yaml-cpp's message for a tab in indentation ("illegal map value") does
+    // not say what is wrong; point at the first such line up to the error.
+    if (int tab_line = FirstTabIndentedLine(yaml_text);
+        tab_line > 0 && tab_line <= e.mark.line + 1) {
+      return InvalidArgument(
+          "{}:{}: YAML syntax error: a tab is used for indentation; YAML "
+          "indents with spaces",
+          filename, tab_line);
+    }
+    return InvalidArgument("{}:{}: YAML syntax error at column {}: {}", filename, e.mark.line + 1,
+                           e.mark.column + 1, e.msg);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument("{}: YAML error: {}", filename, e.msg);
+  } catch (const std::exception& e) {
+    return Internal("{}: reading config: {}", filename, e.what());
+  } catch (...) {
+    return Internal("{}: reading config: unknown error", filename);
+  }
+}
+
+Expected<std::string> ReadConfigFile(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (st.type() == fs::file_type::not_found) {
+    return NotFound("config file '{}' does not exist", path);
+  }
+  if (ec) return InvalidArgument("cannot read config file '{}': {}", path, ec.message());
+  if (fs::is_directory(st)) {
+    return InvalidArgument("config file '{}' is a directory, expected a YAML file", path);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return InvalidArgument("cannot read config file '{}': {}", path, std::strerror(errno));
+  }
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > kMaxConfigFileBytes) {
+      return InvalidArgument("config file '{}' is larger than 16 MiB; is it the right file?", path);
+    }
+  }
+  if (in.bad()) {
+    return InvalidArgument("cannot read config file '{}': {}", path, std::strerror(errno));
+  }
+  return text;
 }
 
 }  // namespace brisk::config_yaml

@@ -17,6 +17,10 @@
 
 #include "util/status.h"
 
+namespace brisk {
+struct ApiKeyConfig;
+}
+
 namespace brisk::config_yaml {
 
 std::string_view Trim(std::string_view s);
@@ -100,5 +104,21 @@ class Reader {
   std::string file_;
   std::map<std::string, int> lines_;
 };
+
+// Parses `yaml_text` as one YAML document and runs `parse` on it (a Null node
+// for an empty document or only comments). yaml-cpp's exceptions become
+// kInvalidArgument "file:line: YAML syntax error ..." here, the one place that
+// catches them; a second document is an error.
+Status WithYamlDocument(std::string_view yaml_text, std::string_view filename,
+                        const std::function<Status(const YAML::Node& doc)>& parse);
+
+// The text of a config file. A missing file is kNotFound, an unreadable one
+// (permissions, a directory, over 16 MiB) kInvalidArgument; both name the path.
+Expected<std::string> ReadConfigFile(const std::string& path);
+
+// keys: [{key|key_env, tenant, feature, name}, ...] (inference.yaml's and
+// gateway.yaml's API keys; defined in config.cc).
+Status ReadApiKeys(const Reader& r, const YAML::Node& n, const Loc& at,
+                   std::vector<ApiKeyConfig>* out);
 
 }  // namespace brisk::config_yaml

@@ -95,6 +95,7 @@ const OpenAiServer::Route OpenAiServer::kRoutes[] = {
     {"/health", "GET HEAD", false, false, &OpenAiServer::Health},
     {"/ready", "GET HEAD", false, false, &OpenAiServer::Ready},
     {"/metrics", "GET", false, false, &OpenAiServer::Metrics},
+    {"/load", "GET", false, false, &OpenAiServer::LoadRoute},
     {"/v1/models", "GET", false, false, &OpenAiServer::Models},
     {"/v1/chat/completions", "POST", true, true, &OpenAiServer::ChatCompletions},
     {"/v1/completions", "POST", true, true, &OpenAiServer::Completions},
@@ -253,6 +254,27 @@ void OpenAiServer::Ready(http::Request&&, std::shared_ptr<http::Responder> res) 
     res->Send(503, kJson, R"({"status":"draining"})");
   else
     res->Send(200, kJson, R"({"status":"ready"})");
+}
+
+// What a gateway reads to choose a replica (cheap: one snapshot, no lock on
+// the engine thread): queue depth, running sequences, KV fill.
+void OpenAiServer::LoadRoute(http::Request&&, std::shared_ptr<http::Responder> res) {
+  const EngineLoad load = engine_.Load();
+  const SchedulerStats& s = load.scheduler;
+  int32_t waiting = 0, running = 0;
+  for (int p = 0; p < kNumPriorities; ++p) {
+    waiting += std::max(s.waiting[p], load.queued[p]);
+    running += s.running[p];
+  }
+  const int64_t total = s.blocks_total > 0 ? s.blocks_total : load.kv_blocks_total;
+  const double kv_fill =
+      total > 0 ? static_cast<double>(s.blocks_used) / static_cast<double>(total) : 0.0;
+  res->Send(200, kJson,
+            fmt::format(R"({{"waiting":{},"running":{},"kv_fill":{:.4f},"kv_blocks_used":{},)"
+                        R"("kv_blocks_total":{},"tokens_per_s":{:.1f},"finished_per_s":{:.3f},)"
+                        R"("active_requests":{},"draining":{}}})",
+                        waiting, running, kv_fill, s.blocks_used, total, load.tokens_per_s,
+                        load.finished_per_s, active_.load(), draining_.load() ? "true" : "false"));
 }
 
 void OpenAiServer::Metrics(http::Request&&, std::shared_ptr<http::Responder> res) {

@@ -3,7 +3,8 @@
 //
 //   POST /v1/chat/completions, POST /v1/completions   (stream or not, n, stop, ...)
 //   POST /tokenize, /detokenize                       (vLLM's shapes: server/token_endpoints.h)
-//   GET  /v1/models, /health (alive), /ready (not draining), /metrics
+//   GET  /v1/models, /health (alive), /ready (not draining), /metrics,
+//        /load (queue depth, running sequences, KV fill: what a gateway routes by)
 //
 // The request path (README, "The request path"): an HTTP I/O thread parses
 // the request and routes it; generation requests are prepared (auth, body,
@@ -75,6 +76,7 @@ class OpenAiServer {
   void Health(http::Request&& req, std::shared_ptr<http::Responder> res);
   void Ready(http::Request&& req, std::shared_ptr<http::Responder> res);
   void Metrics(http::Request&& req, std::shared_ptr<http::Responder> res);
+  void LoadRoute(http::Request&& req, std::shared_ptr<http::Responder> res);
   void Models(http::Request&& req, std::shared_ptr<http::Responder> res);
   void ChatCompletions(http::Request&& req, std::shared_ptr<http::Responder> res);
   void Completions(http::Request&& req, std::shared_ptr<http::Responder> res);

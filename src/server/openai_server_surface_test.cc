@@ -240,7 +240,7 @@ TEST_F(OpenAiServerTest, TokenEndpointErrors) {
 }
 
 TEST_F(OpenAiServerTest, TokenEndpointsNeedTheKeyAndHonourIgnoreMode) {
-  config_.keys = {{"sk-1", "acme", ""}};
+  config_.keys = {{"sk-1", "acme", "", "acme"}};
   config_.server.unknown_request_fields = "ignore";
   StartServer();
   EXPECT_EQ(Call("POST", "/tokenize", R"({"prompt":"a"})").status, 401);

@@ -129,7 +129,7 @@ TEST_F(OpenAiServerTest, MetricsShowTheEnginesLoad) {
 }
 
 TEST_F(OpenAiServerTest, KeysAreCheckedBeforeTheBodyAndMayGuardMetrics) {
-  config_.keys = {{"sk-1", "acme", "search"}};
+  config_.keys = {{"sk-1", "acme", "search", "acme"}};
   config_.server.metrics_require_key = true;
   StartServer();
   EXPECT_EQ(Call("POST", "/v1/chat/completions", kChat).status, 401);

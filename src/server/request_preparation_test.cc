@@ -89,7 +89,7 @@ TEST_F(RequestPreparationTest, WithoutKeysTheFairShareIsPerClientAddress) {
 }
 
 TEST_F(RequestPreparationTest, KeysMapToTenantAndFeature) {
-  config_.keys = {{"k1", "acme", "search"}, {"k2", "beta", ""}};
+  config_.keys = {{"k1", "acme", "search", "acme"}, {"k2", "beta", "", "beta"}};
   EXPECT_EQ(Err(Prepare(Post(kChat))).http_status, 401);
   EXPECT_EQ(Err(Prepare(Post(kChat, {{"Authorization", "Bearer nope"}}))).code, "invalid_api_key");
   const auto a = Prepare(Post(kChat, {{"Authorization", "Bearer k1"}, {"X-Feature", "x"}}));

@@ -1,0 +1,113 @@
+// gateway.yaml: what `brisk gateway` serves and how it routes (tiers of
+// upstreams with prices, routing by model / feature / rule / cascade, replica
+// choice, the cost ledger, budgets, API keys). docs/gateway.md describes every
+// key; the loader reports the first problem as "file:line: what is wrong".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/cost.h"
+#include "server/config.h"
+#include "util/status.h"
+
+namespace brisk::gateway {
+
+struct UpstreamConfig {
+  std::string url;             // http://host:port[/base]
+  std::string type = "brisk";  // "brisk" (a `brisk serve`) | "openai" (any OpenAI-compatible)
+  std::string api_key;         // sent upstream as a bearer token ("" = none); key or key_env
+  bool operator==(const UpstreamConfig&) const = default;
+};
+
+struct TierConfig {
+  std::string name;   // "small", "medium", "large", ...
+  std::string model;  // model id sent upstream; "" = the first id of the upstream's /v1/models
+  Prices prices;      // USD per million tokens
+  std::vector<UpstreamConfig> upstreams;
+  bool operator==(const TierConfig&) const = default;
+};
+
+// A routing rule: every condition set must hold; the first matching rule wins.
+struct RuleConfig {
+  std::string route;              // a tier name or "cascade"
+  int64_t min_prompt_chars = -1;  // -1 = no condition
+  int64_t max_prompt_chars = -1;
+  int has_tools = -1;                 // -1 = any, 0 = must not have, 1 = must have
+  int has_response_format = -1;       // response_format json_object / json_schema
+  std::string regex;                  // PCRE2, searched in the prompt text; "" = none
+  std::vector<std::string> features;  // empty = any feature
+  bool operator==(const RuleConfig&) const = default;
+};
+
+struct CascadeConfig {
+  std::vector<std::string> tiers;  // cheapest first; empty = no cascade
+  // Escalate when the answer's mean token logprob is below this; 0 = never
+  // (set by `brisk gateway calibrate`).
+  double min_mean_logprob = 0;
+  bool escalate_on_invalid_json = true;  // response_format answers that fail their schema
+  bool operator==(const CascadeConfig&) const = default;
+};
+
+struct BudgetConfig {
+  std::string key;         // an API key's name, or
+  std::string feature;     // a feature (exactly one of the two)
+  double daily_usd = 0;    // 0 = no daily limit
+  double monthly_usd = 0;  // 0 = no monthly limit
+  bool operator==(const BudgetConfig&) const = default;
+};
+
+struct GatewayConfig {
+  struct Server {
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    int http_threads = 2;
+    int64_t max_body_bytes = int64_t{4} << 20;
+    double request_timeout_s = 10;
+    double idle_timeout_s = 60;
+    int max_connections = 10000;
+    bool operator==(const Server&) const = default;
+  } server;
+  std::vector<TierConfig> tiers;
+  struct Routing {
+    // Where a request goes when neither model, feature nor rule decides: a
+    // tier name or "cascade". "" = the first tier.
+    std::string default_route;
+    std::map<std::string, std::string> features;  // feature -> tier name or "cascade"
+    std::vector<RuleConfig> rules;
+    CascadeConfig cascade;
+    bool operator==(const Routing&) const = default;
+  } routing;
+  struct Replicas {
+    std::string policy = "least_loaded";  // least_loaded | round_robin
+    bool prefix_affinity = true;
+    int affinity_prefix_bytes = 1024;  // prompt bytes hashed for affinity
+    double load_factor = 1.25;
+    double health_interval_s = 1;
+    int eject_after_failures = 3;
+    double eject_s = 5;
+    int max_attempts = 3;  // per tier: the first try plus retries on other replicas
+    double connect_timeout_s = 2;
+    bool operator==(const Replicas&) const = default;
+  } replicas;
+  struct Ledger {
+    std::string url = "brisk-ledger.db";  // SQLite path/URL or postgresql://...
+    bool operator==(const Ledger&) const = default;
+  } ledger;
+  std::vector<BudgetConfig> budgets;
+  InferenceConfig::Logging logging;
+  std::vector<ApiKeyConfig> keys;  // empty = no authentication
+  bool operator==(const GatewayConfig&) const = default;
+};
+
+// Parses a gateway.yaml document; `filename` is only used in messages.
+Expected<GatewayConfig> ParseGatewayConfig(std::string_view yaml_text, std::string_view filename);
+Expected<GatewayConfig> LoadGatewayConfig(const std::string& path);
+
+// Index of the tier named `name`, or -1.
+int FindTier(const GatewayConfig& config, std::string_view name);
+
+}  // namespace brisk::gateway

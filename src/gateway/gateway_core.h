@@ -1,0 +1,88 @@
+// The gateway's shared state, for its own .cc files: the config, router,
+// ledger, the tiers' upstream clients and replica pickers, metrics.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gateway/gateway_config.h"
+#include "gateway/ledger.h"
+#include "gateway/replica_picker.h"
+#include "gateway/router.h"
+#include "gateway/upstream_client.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+
+namespace brisk::gateway {
+
+class Budgets;
+class DashboardStats;
+
+struct TierRuntime {
+  int index = 0;
+  const TierConfig* config = nullptr;
+  std::vector<std::unique_ptr<UpstreamClient>> clients;  // one per replica
+  std::vector<std::string> names;                        // "host:port" per replica
+  std::mutex mu;
+  ReplicaPicker picker;  // guarded by mu
+  std::string model;     // guarded by mu: the id sent upstream ("" until known)
+
+  TierRuntime(std::vector<std::string> replica_names, PickerOptions options)
+      : picker(std::move(replica_names), options) {}
+  std::string Model() {
+    std::lock_guard lock(mu);
+    return model;
+  }
+};
+
+// Prometheus series of the gateway, registered once.
+struct GatewayMetrics {
+  explicit GatewayMetrics(metrics::Registry& r) : registry(r) {}
+  metrics::Registry& registry;
+  // Per (tier, feature, outcome) etc.: created on first use (Get* locks).
+  metrics::Counter* Requests(const std::string& tier, const std::string& feature,
+                             const std::string& outcome);
+  metrics::Counter* Cost(const std::string& tier, const std::string& feature);
+  metrics::Counter* Tokens(const std::string& tier, const std::string& feature,
+                           const std::string& kind);
+  metrics::Counter* Escalations(const std::string& from_tier);
+  metrics::Counter* Retries(const std::string& tier);
+  metrics::Histogram* Ttft(const std::string& tier);
+  metrics::Histogram* Tpot(const std::string& tier);
+  metrics::Histogram* EndToEnd(const std::string& tier);
+  metrics::Histogram* Overhead();
+};
+
+struct GatewayCore {
+  GatewayConfig config;
+  std::unique_ptr<Router> router;
+  std::unique_ptr<Ledger> ledger;
+  std::unique_ptr<Budgets> budgets;
+  std::unique_ptr<DashboardStats> dashboard;
+  std::vector<std::unique_ptr<TierRuntime>> tiers;
+
+  boost::asio::io_context upstream_io;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+  std::vector<std::thread> upstream_threads;
+  std::unique_ptr<boost::asio::steady_timer> health_timer;
+
+  std::unique_ptr<http::Server> http;
+  metrics::Registry registry;
+  std::unique_ptr<GatewayMetrics> metrics;
+  std::atomic<int64_t> active{0};
+  std::atomic<uint64_t> next_id{0};
+  std::atomic<bool> draining{false};
+  int64_t created_unix = 0;
+
+  ~GatewayCore();
+};
+
+}  // namespace brisk::gateway

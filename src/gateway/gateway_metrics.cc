@@ -1,0 +1,44 @@
+// The gateway's Prometheus series (GatewayMetrics in gateway_core.h).
+#include "gateway/gateway_core.h"
+
+namespace brisk::gateway {
+
+metrics::Counter* GatewayMetrics::Requests(const std::string& tier, const std::string& feature,
+                                           const std::string& outcome) {
+  return registry.GetCounter("brisk_gateway_requests_total", "Requests answered by the gateway.",
+                             {{"tier", tier}, {"feature", feature}, {"outcome", outcome}});
+}
+metrics::Counter* GatewayMetrics::Cost(const std::string& tier, const std::string& feature) {
+  return registry.GetCounter("brisk_gateway_cost_usd_total", "Cost of requests, US dollars.",
+                             {{"tier", tier}, {"feature", feature}});
+}
+metrics::Counter* GatewayMetrics::Tokens(const std::string& tier, const std::string& feature,
+                                         const std::string& kind) {
+  return registry.GetCounter("brisk_gateway_tokens_total",
+                             "Tokens by kind (input, cached_input, output).",
+                             {{"tier", tier}, {"feature", feature}, {"kind", kind}});
+}
+metrics::Counter* GatewayMetrics::Escalations(const std::string& from_tier) {
+  return registry.GetCounter("brisk_gateway_escalations_total",
+                             "Cascade escalations, by the tier escalated from.",
+                             {{"from_tier", from_tier}});
+}
+metrics::Counter* GatewayMetrics::Retries(const std::string& tier) {
+  return registry.GetCounter("brisk_gateway_retries_total",
+                             "Requests retried on another replica of the tier.", {{"tier", tier}});
+}
+metrics::Histogram* GatewayMetrics::Ttft(const std::string& tier) {
+  return registry.GetHistogram("brisk_gateway_ttft_seconds", "Time to first token via the gateway.",
+                               metrics::LatencyBucketsSeconds(), {{"tier", tier}});
+}
+metrics::Histogram* GatewayMetrics::Tpot(const std::string& tier) {
+  return registry.GetHistogram("brisk_gateway_tpot_seconds",
+                               "Time per output token after the first.",
+                               metrics::TokenLatencyBucketsSeconds(), {{"tier", tier}});
+}
+metrics::Histogram* GatewayMetrics::EndToEnd(const std::string& tier) {
+  return registry.GetHistogram("brisk_gateway_e2e_seconds", "Request time, end to end.",
+                               metrics::LatencyBucketsSeconds(), {{"tier", tier}});
+}
+
+}  // namespace brisk::gateway

@@ -1,0 +1,555 @@
+#include "gateway/gateway_server.h"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gateway/budget.h"
+#include "gateway/cost_report.h"
+#include "gateway/dashboard.h"
+#include "gateway/gateway_core.h"
+#include "gateway/proxied_request.h"
+#include "server/header_gate.h"
+#include "util/log.h"
+
+namespace brisk::gateway {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+void SendJson(http::Responder& res, int status, const Json& body, http::Headers extra = {}) {
+  extra.push_back({"Content-Type", "application/json"});
+  res.Send(status, std::move(extra), body.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+void SendError(http::Responder& res, int status, std::string_view type, std::string_view message,
+               std::string_view code, std::string_view param = {}) {
+  Json e = {{"error",
+             {{"message", message},
+              {"type", type},
+              {"param", param.empty() ? Json() : Json(param)},
+              {"code", code.empty() ? Json() : Json(code)}}}};
+  SendJson(res, status, e);
+}
+
+// "http://host:port/base" -> "host:port".
+std::string ReplicaName(const std::string& url) {
+  std::string s = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+  return s.substr(0, s.find('/'));
+}
+
+// The text routing rules and prefix affinity look at: chat messages' roles
+// and text contents in order, or the completion prompt.
+std::string PromptText(const Json& body, Endpoint endpoint) {
+  std::string text;
+  auto add = [&text](const Json& s) {
+    if (s.is_string()) text += s.get_ref<const std::string&>();
+  };
+  if (endpoint == Endpoint::kChat) {
+    auto msgs = body.find("messages");
+    if (msgs == body.end() || !msgs->is_array()) return text;
+    for (const Json& m : *msgs) {
+      if (!m.is_object()) continue;
+      add(m.value("role", Json("")));
+      text += '\n';
+      auto content = m.find("content");
+      if (content == m.end()) continue;
+      if (content->is_string()) {
+        add(*content);
+      } else if (content->is_array()) {
+        for (const Json& part : *content) {
+          if (part.is_object()) add(part.value("text", Json("")));
+        }
+      }
+      text += '\n';
+    }
+    return text;
+  }
+  auto prompt = body.find("prompt");
+  if (prompt == body.end()) return text;
+  if (prompt->is_string()) return prompt->get<std::string>();
+  if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_string()) {
+    return (*prompt)[0].get<std::string>();
+  }
+  return prompt->dump();  // token ids: their text form still identifies a shared prefix
+}
+
+ReplicaLoad ParseLoad(const std::string& body) {
+  ReplicaLoad load;
+  Json j = Json::parse(body, nullptr, false);
+  if (!j.is_object()) return load;
+  load.waiting = j.value("waiting", 0);
+  load.running = j.value("running", 0);
+  load.kv_fill = j.value("kv_fill", 0.0);
+  load.known = true;
+  return load;
+}
+
+}  // namespace
+
+GatewayCore::~GatewayCore() {
+  if (http) http->Stop();
+  if (health_timer) health_timer->cancel();
+  work.reset();
+  upstream_io.stop();
+  for (std::thread& t : upstream_threads) {
+    if (t.joinable()) t.join();
+  }
+  // The upstream clients and the timer must not outlive the io_context they
+  // run on (members are destroyed after this body, the io_context before
+  // the tiers declared above it).
+  health_timer.reset();
+  tiers.clear();
+  if (ledger) ledger->Flush();
+}
+
+// --- Health checks and load polling. ---
+
+namespace {
+
+void ScheduleHealth(std::shared_ptr<GatewayCore> core);
+
+void CheckReplicas(const std::shared_ptr<GatewayCore>& core) {
+  for (auto& tier_ptr : core->tiers) {
+    TierRuntime* tier = tier_ptr.get();
+    for (size_t i = 0; i < tier->clients.size(); ++i) {
+      const int replica = static_cast<int>(i);
+      const bool brisk = tier->config->upstreams[i].type == "brisk";
+      UpstreamRequest req;
+      req.method = "GET";
+      req.path = brisk ? "/load" : "/v1/models";
+      if (!tier->config->upstreams[i].api_key.empty()) {
+        req.headers.push_back({"Authorization", "Bearer " + tier->config->upstreams[i].api_key});
+      }
+      std::weak_ptr<GatewayCore> weak = core;
+      tier->clients[i]->Fetch(
+          std::move(req), [weak, tier, replica, brisk](Expected<std::pair<int, std::string>> r) {
+            auto core = weak.lock();
+            if (!core) return;
+            const bool ok = r.ok() && r->first == 200;
+            std::lock_guard lock(tier->mu);
+            tier->picker.ReportHealth(replica, ok, Clock::now());
+            if (ok && brisk) tier->picker.ReportLoad(replica, ParseLoad(r->second));
+          });
+      if (tier->Model().empty()) {
+        UpstreamRequest models;
+        models.method = "GET";
+        models.path = "/v1/models";
+        if (!tier->config->upstreams[i].api_key.empty()) {
+          models.headers.push_back(
+              {"Authorization", "Bearer " + tier->config->upstreams[i].api_key});
+        }
+        tier->clients[i]->Fetch(std::move(models), [tier](Expected<std::pair<int, std::string>> r) {
+          if (!r.ok() || r->first != 200) return;
+          Json j = Json::parse(r->second, nullptr, false);
+          if (!j.is_object() || !j.contains("data") || !j["data"].is_array() || j["data"].empty()) {
+            return;
+          }
+          std::string id = j["data"][0].value("id", "");
+          std::lock_guard lock(tier->mu);
+          if (tier->model.empty() && !id.empty()) {
+            tier->model = id;
+            log::Info("gateway: tier {} serves model '{}'", tier->config->name, id);
+          }
+        });
+      }
+    }
+  }
+}
+
+void ScheduleHealth(std::shared_ptr<GatewayCore> core) {
+  auto interval = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(core->config.replicas.health_interval_s));
+  core->health_timer->expires_after(interval);
+  std::weak_ptr<GatewayCore> weak = core;
+  core->health_timer->async_wait([weak](const boost::system::error_code& ec) {
+    if (ec) return;
+    auto core = weak.lock();
+    if (!core) return;
+    CheckReplicas(core);
+    ScheduleHealth(core);
+  });
+}
+
+}  // namespace
+
+// --- Routes. ---
+
+namespace {
+
+struct Route {
+  const char* path;
+  const char* methods;
+  bool json_body;
+  bool needs_key;
+};
+
+constexpr Route kRoutes[] = {
+    {"/v1/chat/completions", "POST", true, true}, {"/v1/completions", "POST", true, true},
+    {"/v1/models", "GET,HEAD", false, true},      {"/v1/cost", "GET", false, true},
+    {"/v1/budgets", "GET", false, true},          {"/health", "GET,HEAD", false, false},
+    {"/ready", "GET,HEAD", false, false},         {"/metrics", "GET", false, false},
+    {"/dashboard", "GET", false, false},          {"/dashboard/data", "GET", false, false},
+    {"/dashboard/chart.js", "GET", false, false}, {"/dashboard/app.js", "GET", false, false},
+    {"/dashboard/app.css", "GET", false, false},
+};
+
+std::vector<std::string> SplitMethods(std::string_view s) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    size_t comma = s.find(',');
+    out.emplace_back(s.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+const ApiKeyConfig* FindKey(const GatewayConfig& config, const http::Request& req) {
+  auto token = BearerToken(req.Header("Authorization"));
+  if (!token) return nullptr;
+  for (const ApiKeyConfig& k : config.keys) {
+    if (k.key == *token) return &k;
+  }
+  return nullptr;
+}
+
+void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
+                    http::Request&& req, std::shared_ptr<http::Responder> res) {
+  const auto arrival = Clock::now();
+  if (core->draining.load()) {
+    SendError(*res, 503, "server_error", "the gateway is shutting down", "draining");
+    return;
+  }
+  Json body = Json::parse(req.body, nullptr, false);
+  req.ReleaseBody();
+  if (body.is_discarded() || !body.is_object()) {
+    SendError(*res, 400, "invalid_request_error",
+              "the request body is not a JSON object (check the JSON syntax)", "invalid_json");
+    return;
+  }
+  auto model = body.find("model");
+  if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty()) {
+    SendError(*res, 400, "invalid_request_error",
+              "'model' is required: a tier name, a tier's model id, or \"auto\"", "", "model");
+    return;
+  }
+  if (endpoint == Endpoint::kChat) {
+    auto msgs = body.find("messages");
+    if (msgs == body.end() || !msgs->is_array() || msgs->empty()) {
+      SendError(*res, 400, "invalid_request_error", "'messages' must be a non-empty array", "",
+                "messages");
+      return;
+    }
+  } else if (!body.contains("prompt")) {
+    SendError(*res, 400, "invalid_request_error", "'prompt' is required", "", "prompt");
+    return;
+  }
+  if (auto s = body.find("stream"); s != body.end() && !s->is_null() && !s->is_boolean()) {
+    SendError(*res, 400, "invalid_request_error", "'stream' must be a boolean", "", "stream");
+    return;
+  }
+
+  Caller caller;
+  if (const ApiKeyConfig* key = FindKey(core->config, req)) {
+    caller.tenant = key->tenant;
+    caller.key_name = key->name;
+    caller.feature = key->feature;
+  }
+  if (caller.feature.empty()) caller.feature = std::string(req.Header("X-Feature"));
+
+  const std::string prompt = PromptText(body, endpoint);
+  RequestFacts facts;
+  facts.model = model->get_ref<const std::string&>();
+  facts.feature = caller.feature;
+  facts.prompt_chars = static_cast<int64_t>(prompt.size());
+  facts.has_tools = body.contains("tools") && body["tools"].is_array() && !body["tools"].empty();
+  if (auto rf = body.find("response_format"); rf != body.end() && rf->is_object()) {
+    std::string type = rf->value("type", "");
+    facts.has_response_format = type == "json_object" || type == "json_schema";
+  }
+  facts.prompt_text = prompt;
+  auto plan = core->router->Route(facts);
+  if (!plan.ok()) {
+    SendError(*res, 404, "invalid_request_error", plan.status().message(), "model_not_found",
+              "model");
+    return;
+  }
+  const std::string request_id =
+      fmt::format("gw-{:x}-{}", core->created_unix, core->next_id.fetch_add(1) + 1);
+  if (core->budgets) {
+    // Before any generation: the prompt at the first tier's input price
+    // (about 4 bytes a token) must fit what is left.
+    const TierConfig& first = core->config.tiers[plan->tiers[0]];
+    const double estimate =
+        static_cast<double>(prompt.size()) / 4 * first.prices.input_per_mtok / 1e6;
+    Status st = core->budgets->Check(caller.key_name, caller.feature, estimate,
+                                     std::chrono::system_clock::now());
+    if (!st.ok()) {
+      LedgerRow row;
+      row.time_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+      row.request_id = request_id;
+      row.tenant = caller.tenant;
+      row.api_key_name = caller.key_name;
+      row.feature = caller.feature;
+      row.tier = first.name;
+      row.model = facts.model;
+      row.endpoint = endpoint == Endpoint::kChat ? "chat.completions" : "completions";
+      row.status = 429;
+      row.outcome = "budget";
+      row.stream = body.value("stream", false) == true;
+      row.attempts = 0;
+      core->metrics->Requests(first.name, caller.feature, "budget")->Inc();
+      Json e = {{"error",
+                 {{"message", st.message()},
+                  {"type", "insufficient_quota"},
+                  {"param", nullptr},
+                  {"code", "budget_exceeded"}}}};
+      core->ledger->Append(std::move(row), [res, e, request_id](const Status&) {
+        SendJson(*res, 429, e, {{"X-Request-Id", request_id}});
+      });
+      return;
+    }
+  }
+  uint64_t affinity = 0;
+  if (core->config.replicas.prefix_affinity) {
+    const size_t n =
+        std::min(prompt.size(), static_cast<size_t>(core->config.replicas.affinity_prefix_bytes));
+    affinity = XXH3_64bits(prompt.data(), n);
+    if (affinity == 0) affinity = 1;
+  }
+  core->active.fetch_add(1);
+  auto pr = std::make_shared<ProxiedRequest>(core, std::move(res), endpoint, std::move(body),
+                                             std::move(caller), std::move(*plan), affinity, arrival,
+                                             request_id);
+  pr->Start();
+}
+
+void HandleModels(const std::shared_ptr<GatewayCore>& core, http::Responder& res) {
+  Json data = Json::array();
+  for (const std::string& id : core->router->ModelIds()) {
+    data.push_back({{"id", id},
+                    {"object", "model"},
+                    {"created", core->created_unix},
+                    {"owned_by", "brisk-gateway"}});
+  }
+  for (auto& t : core->tiers) {
+    std::string m = t->Model();
+    bool listed = false;
+    for (const Json& d : data) listed = listed || d["id"] == m;
+    if (!m.empty() && !listed) {
+      data.push_back({{"id", m},
+                      {"object", "model"},
+                      {"created", core->created_unix},
+                      {"owned_by", "brisk-gateway"}});
+    }
+  }
+  SendJson(res, 200, {{"object", "list"}, {"data", data}});
+}
+
+void HandleCost(const std::shared_ptr<GatewayCore>& core, const std::string& target,
+                std::shared_ptr<http::Responder> res) {
+  const size_t q = target.find('?');
+  const std::string query = q == std::string::npos ? "" : target.substr(q + 1);
+  auto parsed = ParseCostQuery(query);
+  if (!parsed.ok()) {
+    SendError(*res, 400, "invalid_request_error", parsed.status().message(), "");
+    return;
+  }
+  // The query may read a large table: off the I/O thread.
+  boost::asio::post(core->upstream_io, [core, res, cq = *parsed] {
+    auto groups = core->ledger->Query(cq);
+    if (!groups.ok()) {
+      SendError(*res, 500, "server_error", groups.status().message(), "ledger_error");
+      return;
+    }
+    SendJson(*res, 200, CostReportJson(cq, *groups));
+  });
+}
+
+void Handle(const std::shared_ptr<GatewayCore>& core, http::Request&& req,
+            std::shared_ptr<http::Responder> res) {
+  const std::string& p = req.path;
+  if (p == "/v1/chat/completions")
+    return HandleGenerate(core, Endpoint::kChat, std::move(req), res);
+  if (p == "/v1/completions")
+    return HandleGenerate(core, Endpoint::kCompletions, std::move(req), res);
+  if (p == "/v1/models") return HandleModels(core, *res);
+  if (p == "/v1/cost") return HandleCost(core, req.target, res);
+  if (p == "/v1/budgets") {
+    std::string body = core->budgets
+                           ? core->budgets->SnapshotJson(std::chrono::system_clock::now()).dump()
+                           : R"({"object":"budgets","data":[]})";
+    return res->Send(200, {{"Content-Type", "application/json"}}, std::move(body));
+  }
+  if (p == "/health") return SendJson(*res, 200, {{"status", "ok"}});
+  if (p == "/ready") {
+    if (core->draining.load()) return SendJson(*res, 503, {{"status", "draining"}});
+    return SendJson(*res, 200, {{"status", "ready"}});
+  }
+  if (p == "/metrics") {
+    return res->Send(200, {{"Content-Type", std::string(metrics::kContentType)}},
+                     core->registry.Render());
+  }
+  if (p == "/dashboard" || p.starts_with("/dashboard/")) {
+    return ServeDashboard(*core, req, res);
+  }
+  SendError(*res, 404, "invalid_request_error", "no such route", "not_found");
+}
+
+void RegisterGauges(const std::shared_ptr<GatewayCore>& core) {
+  std::weak_ptr<GatewayCore> weak = core;
+  core->registry.AddCallbackGauge("brisk_gateway_active_requests", "Requests in flight.", {},
+                                  [weak] {
+                                    auto c = weak.lock();
+                                    return c ? static_cast<double>(c->active.load()) : 0.0;
+                                  });
+  for (auto& t : core->tiers) {
+    TierRuntime* tier = t.get();
+    for (size_t i = 0; i < tier->names.size(); ++i) {
+      metrics::Labels labels = {{"tier", tier->config->name}, {"upstream", tier->names[i]}};
+      auto read = [tier, i](auto field) {
+        return [tier, i, field] {
+          std::lock_guard lock(tier->mu);
+          return field(tier->picker.replicas()[i]);
+        };
+      };
+      core->registry.AddCallbackGauge(
+          "brisk_gateway_upstream_healthy", "1 while the replica is not ejected.", labels,
+          read([](const ReplicaState& s) { return s.ejected ? 0.0 : 1.0; }));
+      core->registry.AddCallbackGauge(
+          "brisk_gateway_upstream_outstanding", "This gateway's requests in flight there.", labels,
+          read([](const ReplicaState& s) { return static_cast<double>(s.outstanding); }));
+      core->registry.AddCallbackGauge(
+          "brisk_gateway_upstream_queue_depth", "Waiting sequences the replica last reported.",
+          labels, read([](const ReplicaState& s) { return static_cast<double>(s.load.waiting); }));
+      core->registry.AddCallbackGauge(
+          "brisk_gateway_upstream_running", "Running sequences the replica last reported.", labels,
+          read([](const ReplicaState& s) { return static_cast<double>(s.load.running); }));
+      core->registry.AddCallbackGauge("brisk_gateway_upstream_kv_fill",
+                                      "KV cache fill the replica last reported (0..1).", labels,
+                                      read([](const ReplicaState& s) { return s.load.kv_fill; }));
+    }
+  }
+}
+
+}  // namespace
+
+GatewayServer::GatewayServer(std::shared_ptr<GatewayCore> core) : core_(std::move(core)) {}
+
+GatewayServer::~GatewayServer() { Stop(); }
+
+Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig config,
+                                                              std::unique_ptr<Ledger> ledger) {
+  auto core = std::make_shared<GatewayCore>();
+  core->config = std::move(config);
+  core->ledger = std::move(ledger);
+  core->created_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  core->metrics = std::make_unique<GatewayMetrics>(core->registry);
+  core->dashboard = std::make_unique<DashboardStats>();
+  ASSIGN_OR_RETURN(core->router, Router::Create(core->config));
+  if (!core->config.budgets.empty()) {
+    core->budgets = std::make_unique<Budgets>(core->config.budgets);
+    RETURN_IF_ERROR(core->budgets->Load(*core->ledger, std::chrono::system_clock::now()));
+  }
+  const GatewayConfig::Replicas& rc = core->config.replicas;
+  PickerOptions po;
+  po.policy = rc.policy == "round_robin" ? PickPolicy::kRoundRobin : PickPolicy::kLeastLoaded;
+  po.prefix_affinity = rc.prefix_affinity;
+  po.load_factor = rc.load_factor;
+  po.eject_after_failures = rc.eject_after_failures;
+  po.eject_for = std::chrono::milliseconds(static_cast<int64_t>(rc.eject_s * 1000));
+  core->work.emplace(core->upstream_io.get_executor());
+  for (size_t t = 0; t < core->config.tiers.size(); ++t) {
+    const TierConfig& tc = core->config.tiers[t];
+    std::vector<std::string> names;
+    for (const UpstreamConfig& u : tc.upstreams) names.push_back(ReplicaName(u.url));
+    auto tier = std::make_unique<TierRuntime>(names, po);
+    tier->index = static_cast<int>(t);
+    tier->config = &tc;
+    tier->names = names;
+    tier->model = tc.model;
+    for (const UpstreamConfig& u : tc.upstreams) {
+      UpstreamOptions uo;
+      uo.base_url = u.url;
+      uo.connect_timeout =
+          std::chrono::milliseconds(static_cast<int64_t>(rc.connect_timeout_s * 1000));
+      auto client = UpstreamClient::Create(core->upstream_io.get_executor(), uo);
+      if (!client.ok()) return client.status().WithContext(fmt::format("tier {}", tc.name));
+      tier->clients.push_back(std::move(*client));
+    }
+    core->tiers.push_back(std::move(tier));
+  }
+  RegisterGauges(core);
+  for (int i = 0; i < 2; ++i) {
+    core->upstream_threads.emplace_back([c = core.get()] { c->upstream_io.run(); });
+  }
+  core->health_timer = std::make_unique<boost::asio::steady_timer>(core->upstream_io);
+  boost::asio::post(core->upstream_io, [weak = std::weak_ptr<GatewayCore>(core)] {
+    if (auto c = weak.lock()) CheckReplicas(c);
+  });
+  ScheduleHealth(core);
+
+  http::ServerOptions opts;
+  const GatewayConfig::Server& sc = core->config.server;
+  opts.host = sc.host;
+  opts.port = sc.port;
+  opts.io_threads = sc.http_threads;
+  opts.max_body_bytes = static_cast<size_t>(sc.max_body_bytes);
+  opts.request_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(sc.request_timeout_s * 1000));
+  opts.idle_timeout = std::chrono::milliseconds(static_cast<int64_t>(sc.idle_timeout_s * 1000));
+  opts.max_connections = sc.max_connections;
+  HeaderGateConfig gate;
+  std::vector<std::string> keys;
+  for (const ApiKeyConfig& k : core->config.keys) keys.push_back(k.key);
+  gate.key_ok = KeyListChecker(keys);
+  for (const Route& r : kRoutes) {
+    gate.routes.push_back({r.path, SplitMethods(r.methods), r.json_body, r.needs_key});
+  }
+  opts.on_headers = [gate](const http::Request& head) { return CheckHeaders(gate, head); };
+  std::weak_ptr<GatewayCore> weak = core;
+  auto http =
+      http::Server::Start(opts, [weak](http::Request&& req, std::shared_ptr<http::Responder> res) {
+        auto c = weak.lock();
+        if (!c) return SendError(*res, 503, "server_error", "shutting down", "draining");
+        Handle(c, std::move(req), std::move(res));
+      });
+  if (!http.ok()) return http.status().WithContext("gateway");
+  core->http = std::move(*http);
+  log::Info("gateway: listening on {}:{} with {} tier(s), ledger {}", sc.host, core->http->port(),
+            core->tiers.size(), core->ledger->kind());
+  return std::unique_ptr<GatewayServer>(new GatewayServer(std::move(core)));
+}
+
+int GatewayServer::port() const { return core_->http ? core_->http->port() : 0; }
+
+void GatewayServer::Drain(double grace_s) {
+  core_->draining.store(true);
+  if (core_->http) core_->http->StopAccepting();
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(grace_s));
+  while (core_->active.load() > 0 && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  core_->ledger->Flush();
+}
+
+void GatewayServer::Stop() {
+  if (!core_) return;
+  if (core_->http) core_->http->Stop();
+  if (core_->health_timer) {
+    boost::asio::post(core_->upstream_io, [t = core_->health_timer.get()] { t->cancel(); });
+  }
+  core_->ledger->Flush();
+}
+
+}  // namespace brisk::gateway

@@ -1,0 +1,292 @@
+// The cost ledger on a real PostgreSQL server, started for this test program
+// by scripts/pg_test_server.sh (Debian's postgresql; as root the server runs
+// as the `postgres` user). Each test gets a database of its own. Without
+// PostgreSQL installed the tests skip, or fail when CI is set.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "gateway/ledger.h"
+#include "gateway/ledger_store.h"
+#include "gateway/ledger_test_util.h"
+#include "util/test_support.h"
+
+namespace brisk::gateway {
+namespace {
+
+namespace fs = std::filesystem;
+using test::kDec1Ms;
+using test::Row;
+
+const std::string kScript = std::string(BRISK_SOURCE_DIR) + "/scripts/pg_test_server.sh";
+
+// Runs a shell command; its stdout and exit status.
+std::pair<std::string, int> RunShell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {"", -1};
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return 0;
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// One SQL statement on its own connection (test set-up and inspection).
+std::string Sql(const std::string& url, const std::string& sql) {
+  PGconn* c = PQconnectdb(url.c_str());
+  PQsetNoticeProcessor(
+      c, [](void*, const char*) {}, nullptr);
+  std::string out;
+  if (PQstatus(c) != CONNECTION_OK) {
+    out = std::string("ERROR ") + PQerrorMessage(c);
+  } else {
+    PGresult* r = PQexec(c, sql.c_str());
+    const ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_TUPLES_OK && PQntuples(r) > 0) {
+      out = PQgetvalue(r, 0, 0);
+    } else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+      out = std::string("ERROR ") + PQresultErrorMessage(r);
+    }
+    PQclear(r);
+  }
+  PQfinish(c);
+  return out;
+}
+
+class PostgresLedgerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto [bindir, rc] = RunShell("bash " + kScript + " bindir 2>&1");
+    if (rc == 3) {
+      missing_ = true;
+      return;
+    }
+    // The free port may be taken between FreePort() and the server's bind
+    // (tests run in parallel): a few tries, each in a fresh directory.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (!dir_.empty()) fs::remove_all(dir_);
+      std::string tmpl = (fs::temp_directory_path() / "brisk-pg-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) {
+        start_error_ = "mkdtemp failed";
+        return;
+      }
+      dir_ = tmpl;
+      const int port = FreePort();
+      auto [url, start_rc] =
+          RunShell(fmt::format("bash {} start {} {} 2>{}/start.err", kScript, dir_, port, dir_));
+      if (start_rc == 0) {
+        server_url_ = url;  // postgresql://postgres@127.0.0.1:PORT/postgres
+        start_error_.clear();
+        return;
+      }
+      std::ifstream err(dir_ + "/start.err");
+      std::stringstream ss;
+      ss << err.rdbuf();
+      start_error_ = fmt::format("pg_test_server.sh start failed ({}): {}", start_rc, ss.str());
+      RunShell(fmt::format("bash {} stop {} immediate 2>&1", kScript, dir_));
+    }
+  }
+
+  static void TearDownTestSuite() {
+    if (!dir_.empty()) {
+      RunShell(fmt::format("bash {} stop {} immediate 2>&1", kScript, dir_));
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+    }
+  }
+
+  void SetUp() override {
+    if (missing_) BRISK_SKIP_OR_FAIL_MISSING("PostgreSQL server (Debian package postgresql)");
+    ASSERT_TRUE(start_error_.empty()) << start_error_;
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    db_ = "t_" + name;
+    ASSERT_EQ(Sql(server_url_, "DROP DATABASE IF EXISTS " + db_), "");
+    ASSERT_EQ(Sql(server_url_, "CREATE DATABASE " + db_), "");
+    url_ = server_url_.substr(0, server_url_.rfind('/') + 1) + db_;
+  }
+
+  std::unique_ptr<Ledger> Open(LedgerMode mode = LedgerMode::kReadWrite) {
+    auto ledger = OpenLedger(url_, mode);
+    EXPECT_TRUE(ledger.ok()) << ledger.status().ToString();
+    return ledger.ok() ? std::move(ledger).value() : nullptr;
+  }
+
+  static inline bool missing_ = false;
+  static inline std::string start_error_;
+  static inline std::string dir_;
+  static inline std::string server_url_;
+  std::string db_;
+  std::string url_;
+};
+
+TEST_F(PostgresLedgerTest, AppendsAreRowsAfterFlush) {
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  EXPECT_STREQ(ledger->kind(), "postgresql");
+  test::CheckAppendFlushCount(*ledger);
+}
+
+TEST_F(PostgresLedgerTest, DuplicateRequestIdIsIgnored) {
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  test::CheckDuplicatesIgnored(*ledger);
+}
+
+TEST_F(PostgresLedgerTest, RollupsByFeatureTierTenantAndDay) {
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  test::CheckRollups(*ledger);
+}
+
+TEST_F(PostgresLedgerTest, SpendSince) {
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  test::CheckSpendSince(*ledger);
+}
+
+TEST_F(PostgresLedgerTest, CallbacksFireAfterTheRowIsReadable) {
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  auto reader = Open(LedgerMode::kReadOnly);
+  ASSERT_TRUE(reader);
+  test::CheckCallbacksAfterCommit(*ledger, *reader);
+}
+
+TEST_F(PostgresLedgerTest, TenThousandRowsInFewTransactions) {
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  test::CheckLargeBatch(*ledger);
+}
+
+TEST_F(PostgresLedgerTest, TextIsStoredAsValidUtf8) {
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  test::CheckTextCleaned(*ledger);
+}
+
+TEST_F(PostgresLedgerTest, ReopeningSeesTheRowsAndClosingCommitsTheQueue) {
+  {
+    auto ledger = Open();
+    ASSERT_TRUE(ledger);
+    for (int i = 0; i < 700; ++i) ledger->Append(Row(fmt::format("r{}", i), kDec1Ms + i), nullptr);
+  }
+  for (LedgerMode mode : {LedgerMode::kReadWrite, LedgerMode::kReadOnly}) {
+    auto again = Open(mode);
+    ASSERT_TRUE(again);
+    auto n = again->CountRows();
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    EXPECT_EQ(*n, 700);
+  }
+  // Every column is there, with its value.
+  EXPECT_EQ(Sql(url_,
+                "SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                "'brisk_ledger'"),
+            std::to_string(kLedgerColumnCount + 1));  // + id
+  EXPECT_EQ(Sql(url_,
+                "SELECT concat_ws('|', tenant, api_key_name, feature, tier, upstream, "
+                "model, endpoint, prompt_tokens, cached_tokens, completion_tokens, status, "
+                "outcome, stream, ttft_ms, total_ms, attempts, escalations, finish_reason) "
+                "FROM brisk_ledger WHERE request_id = 'r5'"),
+            "acme|acme-key|chat|small|127.0.0.1:9001|SmolLM2-135M-Instruct.Q4_1|chat.completions|"
+            "100|20|50|200|completed|t|12.5|240.25|1|0|stop");
+  const LedgerRow r5 = Row("r5", kDec1Ms + 5);
+  EXPECT_EQ(std::stod(Sql(url_, "SELECT cost_usd FROM brisk_ledger WHERE request_id = 'r5'")),
+            r5.cost_usd);
+}
+
+TEST_F(PostgresLedgerTest, ALostConnectionIsReopened) {
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  EXPECT_EQ(test::AppendAll(*ledger, {Row("before", kDec1Ms)}), 1);
+  // Kill the ledger's server processes (both connections), as a server
+  // restart or a failover would.
+  EXPECT_EQ(Sql(url_,
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                "application_name = 'brisk-ledger'"),
+            "2");
+  EXPECT_EQ(test::AppendAll(*ledger, {Row("after", kDec1Ms)}), 1);
+  auto n = ledger->CountRows();
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 2);
+}
+
+TEST_F(PostgresLedgerTest, ErrorsNameTheServerButNeverThePassword) {
+  const int port = FreePort();  // nothing listens there
+  const std::string url = fmt::format("postgresql://brisk:s3cret@127.0.0.1:{}/ledger", port);
+  auto ledger = OpenLedger(url);
+  ASSERT_FALSE(ledger.ok());
+  const std::string& m = ledger.status().message();
+  EXPECT_EQ(ledger.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(m.find(fmt::format("cannot connect to PostgreSQL ledger "
+                               "'postgresql://brisk:***@127.0.0.1:{}/ledger'",
+                               port)),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("refused"), std::string::npos) << m;  // libpq's reason
+  EXPECT_EQ(m.find("s3cret"), std::string::npos) << m;
+
+  // A database that does not exist: libpq's reason.
+  auto no_db = OpenLedger(server_url_.substr(0, server_url_.rfind('/') + 1) + "no_such_db");
+  ASSERT_FALSE(no_db.ok());
+  EXPECT_NE(no_db.status().message().find("no_such_db"), std::string::npos)
+      << no_db.status().message();
+
+  // Read-only on a database without the table.
+  auto ro = OpenLedger(url_, LedgerMode::kReadOnly);
+  ASSERT_FALSE(ro.ok());
+  EXPECT_NE(ro.status().message().find("no brisk_ledger table"), std::string::npos)
+      << ro.status().message();
+}
+
+TEST_F(PostgresLedgerTest, TwoGatewaysShareOneLedger) {
+  auto a = Open();
+  auto b = Open();
+  ASSERT_TRUE(a && b);
+  std::vector<LedgerRow> rows = test::MixedRows(400, 3, kDec1Ms, 2);
+  std::vector<LedgerRow> first(rows.begin(), rows.begin() + 250);
+  std::vector<LedgerRow> second(rows.begin() + 150, rows.end());  // 100 rows written by both
+  std::thread t([&] { EXPECT_EQ(test::AppendAll(*a, first), 250); });
+  EXPECT_EQ(test::AppendAll(*b, second), 250);
+  t.join();
+  EXPECT_EQ(*a->CountRows(), 400);
+  CostQuery q;
+  q.group_by = GroupBy::kTenant;
+  q.by_day = true;
+  auto got = b->Query(q);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  test::ExpectSameGroups(*got, test::ExpectedRollup(rows, q));
+}
+
+}  // namespace
+}  // namespace brisk::gateway

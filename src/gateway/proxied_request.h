@@ -1,0 +1,113 @@
+// One client request through the gateway, from its parsed body to its ledger
+// row: the tiers of its route plan in order (a cascade escalates), within a
+// tier the replicas the picker offers (retries only while nothing reached the
+// client), the answer rewritten on its way (usage, cost), and exactly one
+// ledger row, committed before the response completes.
+//
+// Threads: started on an HTTP I/O thread; upstream callbacks run on the
+// gateway's upstream threads; the client's disconnect arrives on an I/O
+// thread. All state is behind one mutex; Responder and UpstreamCall calls
+// never block, so they are made while holding it.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gateway/gateway_core.h"
+#include "gateway/router.h"
+#include "gateway/stream_rewriter.h"
+#include "server/http_server.h"
+
+namespace brisk::gateway {
+
+struct Caller {
+  std::string tenant;
+  std::string key_name;
+  std::string feature;
+};
+
+enum class Endpoint { kChat, kCompletions };
+
+class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
+ public:
+  // `body` is the client's JSON object (validated: model is a string).
+  ProxiedRequest(std::shared_ptr<GatewayCore> core, std::shared_ptr<http::Responder> res,
+                 Endpoint endpoint, nlohmann::json body, Caller caller, RoutePlan plan,
+                 uint64_t affinity_key, std::chrono::steady_clock::time_point arrival,
+                 std::string request_id);
+  void Start();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // Sends to the next replica of the current tier (or the next tier, or
+  // answers the client when there is none).
+  void TryNext();
+  void OnHead(int attempt, int status, const HttpHeaders& headers);
+  void OnData(int attempt, std::string_view data);
+  void OnDone(int attempt, const Status& status);
+  void OnClientGone();
+  // The current attempt's answer was buffered whole (non-stream, or a
+  // cascade tier before the last): judge it, escalate or deliver.
+  void OnBufferedAnswer();
+  bool ShouldEscalate(const AnswerFacts& facts, std::string* why) const;
+  void Escalate(const std::string& why);
+  // Charge the current attempt's tokens at its tier's prices.
+  void ChargeAttempt(const AnswerFacts& facts);
+  nlohmann::json UpstreamBody(bool stream) const;
+  bool LastTier() const { return tier_pos_ + 1 >= static_cast<int>(plan_.tiers.size()); }
+  TierRuntime& Tier() const;
+  // Ends the request: the ledger row, then `respond` once it is durable.
+  void Finish(int status, const std::string& outcome, std::function<void()> respond);
+  void SendError(int status, std::string_view type, std::string_view message, std::string_view code,
+                 http::Headers extra = {});
+  CostAnnotation Annotation() const;
+
+  std::shared_ptr<GatewayCore> core_;
+  std::shared_ptr<http::Responder> res_;
+  const Endpoint endpoint_;
+  const nlohmann::json body_;
+  const Caller caller_;
+  const RoutePlan plan_;
+  const uint64_t affinity_key_;
+  const Clock::time_point arrival_;
+  const std::string request_id_;
+  const bool client_stream_;
+  const ClientWants wants_;
+  const bool has_response_format_;
+
+  // Recursive: an upstream client may call back from inside Send().
+  std::recursive_mutex mu_;
+  int tier_pos_ = 0;
+  int attempt_ = 0;         // increments per upstream call; stale callbacks are ignored
+  int replica_ = -1;        // of the current attempt
+  std::vector<int> tried_;  // replicas of the current tier tried
+  int tier_attempts_ = 0;
+  int total_attempts_ = 0;
+  int escalations_ = 0;
+  double min_retry_after_s_ = -1;  // from replicas that said 429
+  int last_status_ = 0;
+  std::string last_error_;
+  bool buffering_ = false;  // this attempt's answer is buffered (not streamed to the client)
+  bool head_ok_ = false;
+  int upstream_status_ = 0;
+  HttpHeaders upstream_headers_;
+  std::string buffer_;
+  std::unique_ptr<StreamRewriter> rewriter_;
+  std::shared_ptr<UpstreamCall> call_;
+  bool client_started_ = false;  // bytes reached the client: no more retries
+  bool finished_ = false;
+  bool client_gone_ = false;
+  Clock::time_point first_token_{};
+  TokenCounts tokens_;  // every charged attempt so far
+  double cost_usd_ = 0;
+  std::string finish_reason_;
+  std::string answer_tier_;
+  std::string answer_upstream_;
+};
+
+}  // namespace brisk::gateway

@@ -1,0 +1,263 @@
+#include "gateway/stream_rewriter.h"
+
+#include <fmt/format.h>
+
+namespace brisk::gateway {
+
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxJudgedText = size_t{1} << 20;
+
+const Json* Find(const Json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+int64_t IntOr(const Json* j, const char* key) {
+  const Json* v = j ? Find(*j, key) : nullptr;
+  return v && v->is_number_integer() ? v->get<int64_t>() : 0;
+}
+
+void ReadUsage(const Json& usage, AnswerFacts* f) {
+  if (!usage.is_object()) return;
+  f->usage_seen = true;
+  f->tokens.prompt = IntOr(&usage, "prompt_tokens");
+  f->tokens.output = IntOr(&usage, "completion_tokens");
+  f->tokens.cached = IntOr(Find(usage, "prompt_tokens_details"), "cached_tokens");
+}
+
+void AppendText(const Json* s, AnswerFacts* f) {
+  if (s == nullptr || !s->is_string()) return;
+  const std::string& t = s->get_ref<const std::string&>();
+  if (t.empty()) return;
+  ++f->content_chunks;
+  if (f->text.size() < kMaxJudgedText) f->text += t.substr(0, kMaxJudgedText - f->text.size());
+}
+
+// Token logprobs: chat's logprobs.content[].logprob, completions'
+// logprobs.token_logprobs[].
+void AddLogprobs(const Json* lp, AnswerFacts* f) {
+  if (lp == nullptr) return;
+  if (const Json* content = Find(*lp, "content"); content && content->is_array()) {
+    for (const Json& t : *content) {
+      if (const Json* v = Find(t, "logprob"); v && v->is_number()) {
+        f->logprob_sum += v->get<double>();
+        ++f->logprob_count;
+      }
+    }
+  }
+  if (const Json* tl = Find(*lp, "token_logprobs"); tl && tl->is_array()) {
+    for (const Json& v : *tl) {
+      if (v.is_number()) {
+        f->logprob_sum += v.get<double>();
+        ++f->logprob_count;
+      }
+    }
+  }
+}
+
+const Json* FirstChoice(const Json& body) {
+  const Json* choices = Find(body, "choices");
+  if (choices == nullptr || !choices->is_array()) return nullptr;
+  for (const Json& c : *choices) {
+    const Json* index = Find(c, "index");
+    if (index == nullptr || (index->is_number_integer() && index->get<int64_t>() == 0)) return &c;
+  }
+  return nullptr;
+}
+
+void AddCost(Json* usage, const CostAnnotation& cost) {
+  (*usage)["cost_usd"] = cost.cost_usd;
+  (*usage)["tier"] = cost.tier;
+  (*usage)["escalations"] = cost.escalations;
+}
+
+std::string Data(const Json& j) {
+  return fmt::format("data: {}\n\n", j.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+}  // namespace
+
+void ReadChunk(const Json& chunk, AnswerFacts* f) {
+  if (const Json* usage = Find(chunk, "usage")) ReadUsage(*usage, f);
+  if (const Json* error = Find(chunk, "error")) f->error = *error;
+  const Json* choice = FirstChoice(chunk);
+  if (choice == nullptr) return;
+  if (const Json* delta = Find(*choice, "delta")) {
+    AppendText(Find(*delta, "content"), f);
+    if (const Json* calls = Find(*delta, "tool_calls"); calls && !calls->empty()) {
+      ++f->content_chunks;
+    }
+  }
+  AppendText(Find(*choice, "text"), f);
+  AddLogprobs(Find(*choice, "logprobs"), f);
+  if (const Json* fr = Find(*choice, "finish_reason"); fr && fr->is_string()) {
+    f->finish_reason = fr->get<std::string>();
+  }
+}
+
+AnswerFacts ReadAnswer(const Json& body) {
+  AnswerFacts f;
+  if (const Json* usage = Find(body, "usage")) ReadUsage(*usage, &f);
+  if (const Json* error = Find(body, "error")) f.error = *error;
+  const Json* choice = FirstChoice(body);
+  if (choice == nullptr) return f;
+  if (const Json* message = Find(*choice, "message")) {
+    AppendText(Find(*message, "content"), &f);
+    if (const Json* calls = Find(*message, "tool_calls"); calls && !calls->empty()) {
+      ++f.content_chunks;
+    }
+  }
+  AppendText(Find(*choice, "text"), &f);
+  AddLogprobs(Find(*choice, "logprobs"), &f);
+  if (const Json* fr = Find(*choice, "finish_reason"); fr && fr->is_string()) {
+    f.finish_reason = fr->get<std::string>();
+  }
+  return f;
+}
+
+void AnnotateAnswer(Json* body, const CostAnnotation& cost, bool keep_logprobs) {
+  if (!body->is_object()) return;
+  Json& usage = (*body)["usage"];
+  if (!usage.is_object()) usage = Json::object();
+  AddCost(&usage, cost);
+  if (keep_logprobs) return;
+  if (auto it = body->find("choices"); it != body->end() && it->is_array()) {
+    for (Json& c : *it) {
+      if (c.is_object() && c.contains("logprobs")) c["logprobs"] = nullptr;
+    }
+  }
+}
+
+bool StreamRewriter::Feed(std::string_view bytes, std::string* out) {
+  events_.clear();
+  parser_.Feed(bytes, &events_);
+  for (const loadgen::SseEvent& ev : events_) {
+    if (done_) break;
+    Event(ev, out);
+  }
+  return done_;
+}
+
+void StreamRewriter::Event(const loadgen::SseEvent& ev, std::string* out) {
+  if (ev.data == "[DONE]") {
+    done_ = true;
+    return;
+  }
+  Json j = Json::parse(ev.data, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {  // not ours to judge: pass it on
+    if (ev.event == "error") facts_.error = Json{{"message", ev.data}};
+    out->append(ev.event.empty() || ev.event == "error" ? ""
+                                                        : fmt::format("event: {}\n", ev.event));
+    out->append(fmt::format("data: {}\n\n", ev.data));
+    started_ = true;
+    return;
+  }
+  ReadChunk(j, &facts_);
+  const Json* choices = Find(j, "choices");
+  const bool usage_only = Find(j, "usage") != nullptr && (choices == nullptr || choices->empty());
+  if (usage_only) {  // the final usage chunk: held for Finish()
+    final_usage_chunk_ = std::move(j);
+    return;
+  }
+  bool changed = false;
+  if (j.contains("usage") && !(wants_.include_usage && wants_.continuous_usage)) {
+    j.erase("usage");
+    changed = true;
+  }
+  if (!wants_.logprobs && choices != nullptr) {
+    for (Json& c : j["choices"]) {
+      if (c.is_object() && Find(c, "logprobs") != nullptr) {
+        c["logprobs"] = nullptr;
+        changed = true;
+      }
+    }
+  }
+  out->append(changed ? Data(j) : fmt::format("data: {}\n\n", ev.data));
+  started_ = true;
+}
+
+std::string StreamRewriter::Finish(const CostAnnotation& cost) {
+  std::vector<loadgen::SseEvent> rest;
+  parser_.Finish(&rest);
+  std::string out;
+  for (const loadgen::SseEvent& ev : rest) {
+    if (!done_) Event(ev, &out);
+  }
+  if (final_usage_chunk_ && wants_.include_usage) {
+    AddCost(&(*final_usage_chunk_)["usage"], cost);
+    out += Data(*final_usage_chunk_);
+  }
+  out += "data: [DONE]\n\n";
+  return out;
+}
+
+std::string StreamRewriter::ErrorEvent(std::string_view message, std::string_view type) {
+  Json e = {
+      {"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}}}};
+  return Data(e);
+}
+
+std::string AnswerAsStream(const Json& body, bool chat, const ClientWants& wants,
+                           const CostAnnotation& cost) {
+  std::string out;
+  Json base = {{"id", body.value("id", "")},
+               {"object", chat ? "chat.completion.chunk" : "text_completion"},
+               {"created", body.value("created", 0)},
+               {"model", body.value("model", "")}};
+  const Json* choices = Find(body, "choices");
+  if (choices != nullptr && choices->is_array()) {
+    for (const Json& c : *choices) {
+      const int64_t index = c.value("index", 0);
+      const Json logprobs = wants.logprobs && c.contains("logprobs") ? c["logprobs"] : Json();
+      Json chunk = base;
+      if (chat) {
+        const Json* message = Find(c, "message");
+        Json delta = {{"role", "assistant"}};
+        if (message != nullptr) {
+          if (const Json* content = Find(*message, "content")) delta["content"] = *content;
+          if (const Json* calls = Find(*message, "tool_calls")) {
+            Json indexed = *calls;
+            for (size_t i = 0; i < indexed.size(); ++i) indexed[i]["index"] = i;
+            delta["tool_calls"] = indexed;
+          }
+        }
+        chunk["choices"] = Json::array({{{"index", index},
+                                         {"delta", delta},
+                                         {"logprobs", logprobs},
+                                         {"finish_reason", nullptr}}});
+      } else {
+        chunk["choices"] = Json::array({{{"index", index},
+                                         {"text", c.value("text", "")},
+                                         {"logprobs", logprobs},
+                                         {"finish_reason", nullptr}}});
+      }
+      out += Data(chunk);
+      Json end = base;
+      Json fin = {{"index", index},
+                  {"logprobs", nullptr},
+                  {"finish_reason", c.value("finish_reason", Json())}};
+      if (chat) {
+        fin["delta"] = Json::object();
+      } else {
+        fin["text"] = "";
+      }
+      end["choices"] = Json::array({fin});
+      out += Data(end);
+    }
+  }
+  if (wants.include_usage) {
+    Json usage_chunk = base;
+    usage_chunk["choices"] = Json::array();
+    usage_chunk["usage"] = body.contains("usage") ? body["usage"] : Json::object();
+    AddCost(&usage_chunk["usage"], cost);
+    out += Data(usage_chunk);
+  }
+  out += "data: [DONE]\n\n";
+  return out;
+}
+
+}  // namespace brisk::gateway

@@ -1,0 +1,97 @@
+// What the gateway does to an upstream's answer on its way to the client,
+// as pure functions over bytes and JSON (no sockets), so they are unit-tested.
+//
+// Streams: the gateway always asks an upstream for usage in the stream
+// (stream_options.include_usage, and Brisk's continuous_usage_stats so every
+// chunk carries the counts so far: a client that goes away mid-stream is
+// charged exactly for what was generated). StreamRewriter takes the upstream's
+// SSE bytes, tracks usage, the first token and the finish reason, and gives
+// back the events the client asked for: usage only where the client asked for
+// it, the gateway's cost added to the final usage chunk, "[DONE]" held back
+// until the gateway has written its ledger row.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/cost.h"
+#include "loadgen/sse.h"
+
+namespace brisk::gateway {
+
+// What a response said about its tokens and ending, as far as it got.
+struct AnswerFacts {
+  TokenCounts tokens;          // from the last usage seen
+  bool usage_seen = false;     // any usage seen at all
+  int64_t content_chunks = 0;  // chunks that carried generated text or a tool call
+  std::string finish_reason;   // of choice 0 ("" until seen)
+  std::string text;            // choice 0's text/content, for judges (capped at 1 MiB)
+  double logprob_sum = 0;      // choice 0's token logprobs, when the answer has them
+  int64_t logprob_count = 0;
+  std::optional<nlohmann::json> error;  // an error event or body
+};
+
+struct ClientWants {
+  bool include_usage = false;     // stream_options.include_usage
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats (Brisk, vLLM)
+  bool logprobs = false;          // the client asked for logprobs itself
+};
+
+// The gateway's additions to a usage object: {"cost_usd", "tier", ...}.
+struct CostAnnotation {
+  double cost_usd = 0;
+  std::string tier;
+  int escalations = 0;
+};
+
+class StreamRewriter {
+ public:
+  explicit StreamRewriter(ClientWants wants) : wants_(wants) {}
+
+  // Feeds upstream bytes; appends the SSE text to forward now to `out`.
+  // Returns true once the upstream sent "data: [DONE]" (not forwarded: call
+  // Finish() to get it, with the final usage chunk if one is held).
+  bool Feed(std::string_view bytes, std::string* out);
+  // The held-back tail: the final usage chunk (with `cost` added, when the
+  // client asked for usage) and "data: [DONE]\n\n".
+  std::string Finish(const CostAnnotation& cost);
+  // An error event for a stream the upstream broke off.
+  static std::string ErrorEvent(std::string_view message, std::string_view type);
+
+  const AnswerFacts& facts() const { return facts_; }
+  // True once an event that reaches the client was produced (retries are no
+  // longer allowed after that).
+  bool started() const { return started_; }
+
+ private:
+  void Event(const loadgen::SseEvent& ev, std::string* out);
+
+  ClientWants wants_;
+  loadgen::SseParser parser_;
+  std::vector<loadgen::SseEvent> events_;
+  AnswerFacts facts_;
+  std::optional<nlohmann::json> final_usage_chunk_;
+  bool done_ = false;
+  bool started_ = false;
+};
+
+// Reads usage, finish reason, text and logprobs of a whole (non-stream) answer
+// of /v1/chat/completions or /v1/completions.
+AnswerFacts ReadAnswer(const nlohmann::json& body);
+// Accumulates one stream chunk's facts (choices[0].delta / .text, usage).
+void ReadChunk(const nlohmann::json& chunk, AnswerFacts* facts);
+
+// Adds the gateway's cost fields to body["usage"] and, when the client did
+// not ask for logprobs, drops the ones the gateway asked for.
+void AnnotateAnswer(nlohmann::json* body, const CostAnnotation& cost, bool keep_logprobs);
+
+// A whole chat/completions answer re-sent as a stream (a cascade buffers the
+// cheaper tier's answer before it decides): a role chunk, one content chunk
+// per choice, the finish chunks, the usage chunk when asked, "[DONE]".
+std::string AnswerAsStream(const nlohmann::json& body, bool chat, const ClientWants& wants,
+                           const CostAnnotation& cost);
+
+}  // namespace brisk::gateway

@@ -1,0 +1,140 @@
+"""Real processes for the gateway's end-to-end tests: `brisk serve` engines and
+`brisk gateway` in front of them, on loopback ports, plus a throw-away
+PostgreSQL server (scripts/pg_test_server.sh)."""
+import os
+import pathlib
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import threading
+import time
+import urllib.request
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SMOL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA = REPO / "models" / "gemma-3-270m-q4_k_m.gguf"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Proc:
+    """A process that prints its URL on its first stdout line."""
+
+    def __init__(self, cmd, name):
+        self.cmd, self.name = cmd, name
+        self.stdout_lines, self.stderr_lines = [], []
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"http://([^:]+):(\d+)", line)
+        if not m:
+            err = self.proc.stderr.read()
+            self.proc.kill()
+            raise RuntimeError(f"{self.name} did not start: {line!r} {err!r}")
+        self.port = int(m.group(2))
+        self.url = f"http://127.0.0.1:{self.port}"
+        for pipe, sink in ((self.proc.stdout, self.stdout_lines),
+                           (self.proc.stderr, self.stderr_lines)):
+            threading.Thread(target=self._drain, args=(pipe, sink), daemon=True).start()
+
+    @staticmethod
+    def _drain(pipe, sink):
+        for line in pipe:
+            sink.append(line)
+
+    def get(self, path, timeout=10, headers=None):
+        req = urllib.request.Request(self.url + path, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def alive(self):
+        return self.proc.poll() is None
+
+
+def start_engine(brisk_bin, model, name, port=0, threads=1):
+    cmd = [brisk_bin, "serve", "--model", str(model), "--model-name", name, "--port", str(port),
+           "--threads", str(threads), "--kv-cache", "64MiB"]
+    return Proc(cmd, f"engine {name}")
+
+
+def write_gateway_config(path, tiers, extra=""):
+    """tiers: [(name, [urls], prices(input, cached, output))]"""
+    lines = ["server: {port: 0, http_threads: 2}", "replicas: {health_interval_s: 0.2, eject_s: 1}",
+             "tiers:"]
+    for name, urls, (pin, pcached, pout) in tiers:
+        lines.append(f"  - name: {name}")
+        lines.append(f"    prices: {{input: {pin}, cached_input: {pcached}, output: {pout}}}")
+        lines.append("    upstreams: [" + ", ".join(urls) + "]")
+    path.write_text("\n".join(lines) + "\n" + extra)
+    return path
+
+
+def start_gateway(brisk_bin, config_path, ledger):
+    return Proc([brisk_bin, "gateway", "--config", str(config_path), "--ledger", str(ledger)],
+                "gateway")
+
+
+def wait_models_known(gw, n_tiers, timeout=30, headers=None):
+    """Until every tier's model id was discovered (listed by /v1/models)."""
+    import json
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        status, body = gw.get("/v1/models", headers=headers)
+        if status == 200 and len(json.loads(body)["data"]) >= 1 + 2 * n_tiers:
+            return
+        time.sleep(0.1)
+    raise RuntimeError("the gateway did not learn its tiers' models")
+
+
+def sqlite_rows(path):
+    con = sqlite3.connect(str(path))
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute("SELECT * FROM brisk_ledger ORDER BY time_unix_ms")]
+    finally:
+        con.close()
+
+
+class Postgres:
+    """scripts/pg_test_server.sh start/stop around a temp directory."""
+
+    def __init__(self, tmp_path):
+        self.dir = tmp_path / "pg"
+        self.port = free_port()
+        out = subprocess.run(["bash", str(REPO / "scripts" / "pg_test_server.sh"), "start",
+                              str(self.dir), str(self.port)], capture_output=True, text=True,
+                             timeout=120)
+        if out.returncode != 0:
+            raise RuntimeError(f"postgres did not start ({out.returncode}): {out.stderr}")
+        self.url = out.stdout.strip().splitlines()[-1]
+
+    def stop(self):
+        subprocess.run(["bash", str(REPO / "scripts" / "pg_test_server.sh"), "stop",
+                        str(self.dir)], capture_output=True, timeout=60)
+
+
+def pg_available():
+    return subprocess.run(["bash", str(REPO / "scripts" / "pg_test_server.sh"), "bindir"],
+                          capture_output=True).returncode == 0
