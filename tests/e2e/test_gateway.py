@@ -511,3 +511,44 @@ def test_429_from_every_replica_answers_429_with_the_smallest_retry_after(brisk_
     finally:
         for e in engines:
             e.stop(signal.SIGKILL)
+
+
+def test_killing_a_replica_under_load_fails_no_request_that_had_not_streamed(
+        gateway, engines, brisk_bin):
+    gw = gateway()
+    results, stop = [], threading.Event()
+
+    def worker(i):
+        c = client(gw, timeout=120)
+        n = 0
+        while not stop.is_set():
+            n += 1
+            try:
+                c.chat.completions.create(
+                    model="small", max_tokens=12, extra_body={"ignore_eos": True},
+                    messages=[{"role": "user", "content": f"Request {i}-{n}"}])
+                results.append("ok")
+            except Exception as e:  # noqa: BLE001
+                results.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    deadline = time.time() + 60 * TIME_SCALE
+    while results.count("ok") < 6 and time.time() < deadline:
+        time.sleep(0.05)
+    victim = engines["small1"]
+    port = victim.port
+    before = len(results)
+    victim.stop(signal.SIGKILL)  # its requests in flight break mid-answer
+    time.sleep(3 * TIME_SCALE)
+    stop.set()
+    for t in threads:
+        t.join()
+    engines["small1"] = start_engine(brisk_bin, SMOL, "smol", port=port)
+    failures = [r for r in results if r != "ok"]
+    assert not failures, failures[:3]
+    assert len(results) > before  # requests kept being answered after the kill
+    rows = sqlite_rows(gw.ledger)
+    assert len(rows) == len(results)
+    assert sum(r["attempts"] > 1 for r in rows) >= 1  # some were retried on the other replica
