@@ -9,6 +9,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "gateway/json_fields.h"
 #include "gateway/stream_rewriter.h"
 #include "gateway/upstream_client.h"
 
@@ -30,7 +31,7 @@ Expected<std::vector<CalibrationCase>> ReadCalibrationSet(const std::string& pat
     if (!j.is_object()) return InvalidArgument("{}:{}: not a JSON object", path, n);
     CalibrationCase c;
     c.id = j.contains("id") ? j["id"].dump() : std::to_string(n);
-    Json body = {{"model", model}, {"temperature", 0}, {"max_tokens", j.value("max_tokens", 32)}};
+    Json body = {{"model", model}, {"temperature", 0}, {"max_tokens", IntOr(j, "max_tokens", 32)}};
     if (j.contains("messages") && j["messages"].is_array()) {
       body["messages"] = j["messages"];
       body["logprobs"] = true;
@@ -87,11 +88,15 @@ Expected<std::string> DiscoverModel(const std::string& url, const std::string& a
   ASSIGN_OR_RETURN(auto answer, FetchOnce(*client, io, std::move(req)));
   Json j = Json::parse(answer.second, nullptr, false);
   if (answer.first != 200 || !j.is_object() || !j.contains("data") || !j["data"].is_array() ||
-      j["data"].empty() || !j["data"][0].contains("id")) {
+      j["data"].empty()) {
     return Status(StatusCode::kUnavailable,
                   fmt::format("{} /v1/models gave no model id (HTTP {})", url, answer.first));
   }
-  return j["data"][0]["id"].get<std::string>();
+  std::string id = StringOr(j["data"][0], "id", "");
+  if (id.empty()) {
+    return Status(StatusCode::kUnavailable, fmt::format("{} /v1/models lists no model id", url));
+  }
+  return id;
 }
 
 Expected<CalibrationResult> Calibrate(const std::string& url, const std::string& api_key,

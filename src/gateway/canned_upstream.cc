@@ -5,6 +5,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "gateway/json_fields.h"
+
 namespace brisk::gateway {
 
 using Json = nlohmann::json;
@@ -35,8 +37,8 @@ void Answer(const CannedUpstreamOptions& o, http::Request&& req,
     return res->Send(400, json,
                      R"({"error":{"message":"bad JSON","type":"invalid_request_error"}})");
   }
-  const int n = std::clamp(body.value("max_tokens", 16), 1, 4096);
-  const bool stream = body.value("stream", false);
+  const int n = static_cast<int>(std::clamp<int64_t>(IntOr(body, "max_tokens", 16), 1, 4096));
+  const bool stream = BoolOr(body, "stream", false);
   const int64_t prompt = static_cast<int64_t>(req.body.size() / 4);
   const Json usage = {{"prompt_tokens", prompt},
                       {"completion_tokens", n},
@@ -61,8 +63,7 @@ void Answer(const CannedUpstreamOptions& o, http::Request&& req,
                 {"choices", {choice}}, {"usage", usage}};
     return res->Send(200, json, out.dump());
   }
-  const bool with_usage = body.contains("stream_options") && body["stream_options"].is_object() &&
-                          body["stream_options"].value("include_usage", false);
+  const bool with_usage = BoolOr(AnyOr(body, "stream_options"), "include_usage", false);
   std::string sse;
   for (int i = 0; i < n; ++i) {
     Json choice = chat ? Json{{"index", 0},

@@ -10,6 +10,7 @@
 #include "gateway/cost_report.h"
 #include "gateway/dashboard.h"
 #include "gateway/gateway_core.h"
+#include "gateway/json_fields.h"
 #include "gateway/proxied_request.h"
 #include "server/header_gate.h"
 #include "util/log.h"
@@ -54,7 +55,7 @@ std::string PromptText(const Json& body, Endpoint endpoint) {
     if (msgs == body.end() || !msgs->is_array()) return text;
     for (const Json& m : *msgs) {
       if (!m.is_object()) continue;
-      add(m.value("role", Json("")));
+      add(AnyOr(m, "role"));
       text += '\n';
       auto content = m.find("content");
       if (content == m.end()) continue;
@@ -62,7 +63,7 @@ std::string PromptText(const Json& body, Endpoint endpoint) {
         add(*content);
       } else if (content->is_array()) {
         for (const Json& part : *content) {
-          if (part.is_object()) add(part.value("text", Json("")));
+          add(AnyOr(part, "text"));
         }
       }
       text += '\n';
@@ -82,9 +83,9 @@ ReplicaLoad ParseLoad(const std::string& body) {
   ReplicaLoad load;
   Json j = Json::parse(body, nullptr, false);
   if (!j.is_object()) return load;
-  load.waiting = j.value("waiting", 0);
-  load.running = j.value("running", 0);
-  load.kv_fill = j.value("kv_fill", 0.0);
+  load.waiting = static_cast<int32_t>(IntOr(j, "waiting", 0));
+  load.running = static_cast<int32_t>(IntOr(j, "running", 0));
+  load.kv_fill = NumberOr(j, "kv_fill", 0.0);
   load.known = true;
   return load;
 }
@@ -149,7 +150,7 @@ void CheckReplicas(const std::shared_ptr<GatewayCore>& core) {
           if (!j.is_object() || !j.contains("data") || !j["data"].is_array() || j["data"].empty()) {
             return;
           }
-          std::string id = j["data"][0].value("id", "");
+          std::string id = StringOr(j["data"][0], "id", "");
           std::lock_guard lock(tier->mu);
           if (tier->model.empty() && !id.empty()) {
             tier->model = id;
@@ -303,7 +304,7 @@ void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
       row.endpoint = endpoint == Endpoint::kChat ? "chat.completions" : "completions";
       row.status = 429;
       row.outcome = "budget";
-      row.stream = body.value("stream", false) == true;
+      row.stream = BoolOr(body, "stream", false);
       row.attempts = 0;
       core->metrics->Requests(first.name, caller.feature, "budget")->Inc();
       Json e = {{"error",
@@ -521,7 +522,14 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
       http::Server::Start(opts, [weak](http::Request&& req, std::shared_ptr<http::Responder> res) {
         auto c = weak.lock();
         if (!c) return SendError(*res, 503, "server_error", "shutting down", "draining");
-        Handle(c, std::move(req), std::move(res));
+        // One boundary for exceptions (the JSON library on a client's body):
+        // the request gets a 500, the process keeps serving.
+        try {
+          Handle(c, std::move(req), res);
+        } catch (const std::exception& e) {
+          log::Error("gateway: internal error handling {}: {}", req.path, e.what());
+          SendError(*res, 500, "server_error", "internal error", "internal_error");
+        }
       });
   if (!http.ok()) return http.status().WithContext("gateway");
   core->http = std::move(*http);

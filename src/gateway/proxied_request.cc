@@ -8,6 +8,7 @@
 
 #include "gateway/budget.h"
 #include "gateway/dashboard.h"
+#include "gateway/json_fields.h"
 #include "util/log.h"
 
 namespace brisk::gateway {
@@ -84,7 +85,7 @@ ProxiedRequest::ProxiedRequest(std::shared_ptr<GatewayCore> core,
       affinity_key_(affinity_key),
       arrival_(arrival),
       request_id_(std::move(request_id)),
-      client_stream_(body_.value("stream", false) == true),
+      client_stream_(BoolOr(body_, "stream", false)),
       wants_(ReadWants(body_)),
       has_response_format_(HasResponseFormat(body_)) {}
 
@@ -179,12 +180,33 @@ void ProxiedRequest::TryNext() {
 
   auto self = shared_from_this();
   UpstreamCallbacks cb;
+  // One boundary for exceptions (from the JSON library, on an upstream's
+  // bytes): they end this request with an error, never the process.
   cb.on_head = [self, attempt](int status, const HttpHeaders& headers) {
-    self->OnHead(attempt, status, headers);
+    self->Guarded([&] { self->OnHead(attempt, status, headers); });
   };
-  cb.on_data = [self, attempt](std::string_view data) { self->OnData(attempt, data); };
-  cb.on_done = [self, attempt](const Status& st) { self->OnDone(attempt, st); };
+  cb.on_data = [self, attempt](std::string_view data) {
+    self->Guarded([&] { self->OnData(attempt, data); });
+  };
+  cb.on_done = [self, attempt](const Status& st) {
+    self->Guarded([&] { self->OnDone(attempt, st); });
+  };
   call_ = tier.clients[replica_]->Send(std::move(req), std::move(cb));
+}
+
+void ProxiedRequest::Guarded(const std::function<void()>& step) {
+  try {
+    step();
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mu_);
+    log::Error("gateway: request {}: internal error on an upstream answer: {}", request_id_,
+               e.what());
+    if (call_) call_->Cancel();
+    if (!finished_ && !client_gone_) {
+      SendError(502, "server_error", "the gateway could not process the upstream's answer",
+                "bad_upstream_answer");
+    }
+  }
 }
 
 void ProxiedRequest::OnHead(int attempt, int status, const HttpHeaders& headers) {
@@ -451,7 +473,7 @@ void ProxiedRequest::Finish(int status, const std::string& outcome, std::functio
   row.tier = tier_name;
   row.upstream =
       answer_upstream_.empty() && replica_ >= 0 ? Tier().names[replica_] : answer_upstream_;
-  row.model = body_.value("model", "");
+  row.model = StringOr(body_, "model", "");
   row.endpoint = endpoint_ == Endpoint::kChat ? "chat.completions" : "completions";
   row.tokens = tokens_;
   row.cost_usd = cost_usd_;

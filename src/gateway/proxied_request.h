@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -47,6 +48,8 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
   // Sends to the next replica of the current tier (or the next tier, or
   // answers the client when there is none).
   void TryNext();
+  // Runs an upstream callback; an exception ends the request with a 502.
+  void Guarded(const std::function<void()>& step);
   void OnHead(int attempt, int status, const HttpHeaders& headers);
   void OnData(int attempt, std::string_view data);
   void OnDone(int attempt, const Status& status);

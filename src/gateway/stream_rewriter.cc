@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gateway/json_fields.h"
+
 namespace brisk::gateway {
 
 using Json = nlohmann::json;
@@ -204,14 +206,14 @@ std::string StreamRewriter::ErrorEvent(std::string_view message, std::string_vie
 std::string AnswerAsStream(const Json& body, bool chat, const ClientWants& wants,
                            const CostAnnotation& cost) {
   std::string out;
-  Json base = {{"id", body.value("id", "")},
+  Json base = {{"id", StringOr(body, "id", "")},
                {"object", chat ? "chat.completion.chunk" : "text_completion"},
-               {"created", body.value("created", 0)},
-               {"model", body.value("model", "")}};
+               {"created", IntOr(body, "created", 0)},
+               {"model", StringOr(body, "model", "")}};
   const Json* choices = Find(body, "choices");
   if (choices != nullptr && choices->is_array()) {
     for (const Json& c : *choices) {
-      const int64_t index = c.value("index", 0);
+      const int64_t index = IntOr(c, "index", 0);
       const Json logprobs = wants.logprobs && c.contains("logprobs") ? c["logprobs"] : Json();
       Json chunk = base;
       if (chat) {
@@ -231,15 +233,14 @@ std::string AnswerAsStream(const Json& body, bool chat, const ClientWants& wants
                                          {"finish_reason", nullptr}}});
       } else {
         chunk["choices"] = Json::array({{{"index", index},
-                                         {"text", c.value("text", "")},
+                                         {"text", StringOr(c, "text", "")},
                                          {"logprobs", logprobs},
                                          {"finish_reason", nullptr}}});
       }
       out += Data(chunk);
       Json end = base;
-      Json fin = {{"index", index},
-                  {"logprobs", nullptr},
-                  {"finish_reason", c.value("finish_reason", Json())}};
+      Json fin = {
+          {"index", index}, {"logprobs", nullptr}, {"finish_reason", AnyOr(c, "finish_reason")}};
       if (chat) {
         fin["delta"] = Json::object();
       } else {

@@ -408,7 +408,11 @@ TEST(ConfigTest, TopLevelMustBeAMap) {
             "response, server, limits, logging, keys, got a sequence");
   EXPECT_THAT(ErrorOf("just words\n"), HasSubstr("top level: expected a map"));
   EXPECT_THAT(ErrorOf("model: {}\n---\nserver: {}\n"),
-              HasSubstr("inference.yaml:3: only one YAML document is allowed"));
+              HasSubstr("inference.yaml:2: only one YAML document is allowed"));
+  // Inputs yaml-cpp's LoadAll looped forever on (found by fuzzing): an error
+  // now, at once.
+  EXPECT_THAT(ErrorOf(",-"), HasSubstr("inference.yaml:1:"));
+  EXPECT_THAT(ErrorOf("\n,\x04"), HasSubstr("inference.yaml:2: control character 0x04"));
 }
 
 TEST(ConfigTest, ApiKeys) {

@@ -60,6 +60,54 @@ int FirstTabIndentedLine(std::string_view text) {
   return 0;
 }
 
+// 1-based line of a document start marker ("---" alone or followed by a
+// space) that follows a line with content, or 0. Comments and blank lines
+// are not content; neither is a leading directive or the first marker.
+int SecondDocumentLine(std::string_view text) {
+  int line = 0;
+  bool content = false;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view l = text.substr(pos, end - pos);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    ++line;
+    const bool marker = l == "---" || l.starts_with("--- ") || l.starts_with("---\t");
+    if (marker && content) return line;
+    const size_t first = l.find_first_not_of(" \t");
+    if (!marker && first != std::string_view::npos && l[first] != '#' && l[0] != '%') {
+      content = true;
+    }
+    if (marker && l.size() > 4 && l.find_first_not_of(" \t", 4) != std::string_view::npos &&
+        l[l.find_first_not_of(" \t", 4)] != '#') {
+      content = true;  // "--- value": the document has content on its marker line
+    }
+    pos = end + 1;
+  }
+  return 0;
+}
+
+// 1-based line of the first line that is not blank, a comment, a document
+// marker or directive, or an explicit null ("~", "null"); 0 if none.
+int FirstContentLine(std::string_view text) {
+  int line = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view l = Trim(text.substr(pos, end - pos));
+    if (!l.empty() && l.back() == '\r') l = Trim(l.substr(0, l.size() - 1));
+    ++line;
+    if (l.starts_with("---") || l.starts_with("...")) l = Trim(l.substr(3));
+    const bool empty = l.empty() || l[0] == '#' || l[0] == '%' || l == "~" || l == "null" ||
+                       l == "Null" || l == "NULL";
+    if (!empty) return line;
+    pos = end + 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string_view Trim(std::string_view s) {
@@ -259,15 +307,36 @@ Status Reader::UnknownKey(int line, const std::string& name, const std::string& 
 
 Status WithYamlDocument(std::string_view yaml_text, std::string_view filename,
                         const std::function<Status(const YAML::Node& doc)>& parse) {
+  // YAML allows no C0 control characters but tab, LF and CR (and no DEL);
+  // yaml-cpp 0.7 can loop forever on some (found by fuzzing: "\n,\x04"), so
+  // they are refused before it sees them.
+  int line = 1;
+  for (unsigned char ch : yaml_text) {
+    if (ch == '\n') ++line;
+    if ((ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') || ch == 0x7f) {
+      return InvalidArgument("{}:{}: control character 0x{:02x} is not allowed in YAML", filename,
+                             line, ch);
+    }
+  }
   // yaml-cpp reports errors by throwing; this is the one place that catches.
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml_text));
-    if (docs.empty()) return parse(YAML::Node(YAML::NodeType::Null));
-    if (docs.size() > 1) {
+    // YAML::LoadAll loops forever on some inputs (yaml-cpp 0.7, found by
+    // fuzzing: ",-"); Load does not. A second document is found by its
+    // start marker instead: a "---" line after content.
+    if (int second = SecondDocumentLine(yaml_text); second > 0) {
       return InvalidArgument("{}:{}: only one YAML document is allowed, found a second one here",
-                             filename, LineOf(docs[1], 1));
+                             filename, second);
     }
-    return parse(docs[0]);
+    YAML::Node doc = YAML::Load(std::string(yaml_text));
+    if (!doc.IsDefined() || doc.IsNull()) {
+      // yaml-cpp also gives Null for some text it cannot parse (",-"):
+      // only comments, markers and an explicit null are an empty document.
+      if (int line = FirstContentLine(yaml_text); line > 0) {
+        return InvalidArgument("{}:{}: YAML syntax error: cannot parse this line", filename, line);
+      }
+      return parse(YAML::Node(YAML::NodeType::Null));
+    }
+    return parse(doc);
   } catch (const YAML::ParserException& e) {
     if (e.mark.is_null()) return InvalidArgument("{}: YAML syntax error: {}", filename, e.msg);
     // yaml-cpp's message for a tab in indentation ("illegal map value") does

@@ -1,0 +1,87 @@
+// libFuzzer target (BRISK_FUZZ=ON): the gateway's parsers of outside input.
+// Any bytes, as (1) gateway.yaml, (2) an upstream's SSE stream fed in two
+// pieces, (3) an upstream's whole JSON answer, (4) a /v1/cost query string,
+// must give a value or a clean error, never a crash; what comes out must keep
+// its invariants (a parsed config names real tiers; rewritten SSE events are
+// JSON or [DONE]; costs are finite and not negative).
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "gateway/cost_report.h"
+#include "gateway/gateway_config.h"
+#include "gateway/stream_rewriter.h"
+
+namespace {
+
+using namespace brisk::gateway;
+using Json = nlohmann::json;
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+void CheckEvents(const std::string& sse) {
+  size_t pos = 0;
+  while ((pos = sse.find("data: ", pos)) != std::string::npos) {
+    size_t end = sse.find("\n\n", pos);
+    Check(end != std::string::npos);
+    pos = end;
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+  switch (data[0] % 4) {
+    case 0: {
+      auto c = ParseGatewayConfig(input, "fuzz.yaml");
+      if (c.ok()) {
+        Check(!c->tiers.empty());
+        for (const TierConfig& t : c->tiers) Check(!t.upstreams.empty());
+        for (const auto& [feature, route] : c->routing.features) {
+          Check(route == "cascade" || FindTier(*c, route) >= 0);
+        }
+      }
+      break;
+    }
+    case 1: {
+      ClientWants wants;
+      wants.include_usage = size % 2;
+      wants.logprobs = size % 3 == 0;
+      StreamRewriter rw(wants);
+      std::string out;
+      const size_t half = input.size() / 2;
+      rw.Feed(input.substr(0, half), &out);
+      rw.Feed(input.substr(half), &out);
+      out += rw.Finish(CostAnnotation{0.5, "t", 1});
+      CheckEvents(out);
+      Check(rw.facts().tokens.prompt >= INT64_MIN);
+      Check(CostUsd(Prices{1, 0.5, 2}, rw.facts().tokens) >= 0);
+      break;
+    }
+    case 2: {
+      Json body = Json::parse(input, nullptr, false);
+      if (body.is_discarded()) break;
+      AnswerFacts f = ReadAnswer(body);
+      Check(f.text.size() <= (size_t{1} << 20));
+      AnnotateAnswer(&body, CostAnnotation{0.1, "t", 0}, false);
+      std::string sse =
+          AnswerAsStream(body, data[0] & 4, ClientWants{true, false, false}, CostAnnotation{});
+      CheckEvents(sse);
+      break;
+    }
+    case 3: {
+      auto q = ParseCostQuery(input);
+      if (q.ok()) Check(q->from_unix_ms < q->to_unix_ms);
+      break;
+    }
+  }
+  return 0;
+}
