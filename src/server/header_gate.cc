@@ -38,6 +38,13 @@ bool SameKey(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+bool RouteMatches(std::string_view route_path, std::string_view path) {
+  if (route_path.empty() || route_path.back() != '/') return route_path == path;
+  if (path.size() <= route_path.size() || path.substr(0, route_path.size()) != route_path)
+    return false;
+  return path.find('/', route_path.size()) == std::string_view::npos;
+}
+
 bool IsJsonContentType(std::string_view content_type) {
   std::string_view media = Trim(content_type.substr(0, content_type.find(';')));
   return IEquals(media, "application/json");
@@ -94,7 +101,7 @@ std::optional<http::EarlyResponse> CheckHeaders(const HeaderGateConfig& cfg,
   const GateRoute* route = nullptr;
   if (!cfg.routes.empty()) {
     for (const auto& r : cfg.routes) {
-      if (r.path == head.path) route = &r;
+      if (RouteMatches(r.path, head.path)) route = &r;
     }
     if (!route) {
       std::vector<std::string_view> paths;

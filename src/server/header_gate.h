@@ -28,7 +28,7 @@
 namespace brisk {
 
 struct GateRoute {
-  std::string path;                  // exact, as in http::Request::path
+  std::string path;                  // exact, as in http::Request::path (see RouteMatches)
   std::vector<std::string> methods;  // e.g. {"GET", "HEAD"}
   bool json_body = false;            // requires Content-Type: application/json
   bool needs_key = true;             // when keys are configured
@@ -43,6 +43,11 @@ struct HeaderGateConfig {
 
 std::optional<http::EarlyResponse> CheckHeaders(const HeaderGateConfig& cfg,
                                                 const http::Request& head);
+
+// Whether a request path is a route's: the same path, or, for a route path ending in '/'
+// ("/v1/responses/"), that prefix followed by one non-empty segment without '/'
+// ("/v1/responses/resp_1", not "/v1/responses/" nor "/v1/responses/a/b").
+bool RouteMatches(std::string_view route_path, std::string_view path);
 
 // A key_ok accepting exactly these keys (compared in time independent of where they differ);
 // an empty list gives an empty function (no keys configured).

@@ -99,6 +99,8 @@ const OpenAiServer::Route OpenAiServer::kRoutes[] = {
     {"/v1/models", "GET", false, false, &OpenAiServer::Models},
     {"/v1/chat/completions", "POST", true, true, &OpenAiServer::ChatCompletions},
     {"/v1/completions", "POST", true, true, &OpenAiServer::Completions},
+    {"/v1/responses", "POST", true, true, &OpenAiServer::Responses},
+    {"/v1/responses/", "GET DELETE", false, true, &OpenAiServer::ResponseById},  // + {id}
     {"/tokenize", "POST", true, true, &OpenAiServer::TokenizeRoute},
     {"/detokenize", "POST", true, true, &OpenAiServer::DetokenizeRoute},
 };
@@ -237,7 +239,7 @@ void OpenAiServer::Stop() {
 void OpenAiServer::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
   // The header gate answered unknown routes and methods already.
   for (const Route& r : kRoutes) {
-    if (req.path != r.path) continue;
+    if (!RouteMatches(r.path, req.path)) continue;
     for (const std::string& m : SplitMethods(r.methods))
       if (m == req.method) return (this->*r.handler)(std::move(req), std::move(res));
   }
@@ -291,6 +293,25 @@ void OpenAiServer::ChatCompletions(http::Request&& req, std::shared_ptr<http::Re
 
 void OpenAiServer::Completions(http::Request&& req, std::shared_ptr<http::Responder> res) {
   Generate(1, std::move(req), std::move(res));
+}
+
+// The Responses API: parsed, prepared and answered on a worker strand
+// (openai_server_responses.cc), like chat.
+void OpenAiServer::Responses(http::Request&& req, std::shared_ptr<http::Responder> res) {
+  const auto arrival = Clock::now();
+  if (draining_.load())
+    return Reject(MakeApiError(503, "server_error", "The server is shutting down", "draining"),
+                  "error", *res);
+  auto strand = executors_->NewStrand(req.body.size());
+  net::post(strand, [this, req = std::move(req), res = std::move(res), arrival, strand]() mutable {
+    RunResponses(req, std::move(res), arrival, strand);
+  });
+}
+
+void OpenAiServer::ResponseById(http::Request&& req, std::shared_ptr<http::Responder> res) {
+  auto strand = executors_->NewStrand(0);
+  net::post(strand,
+            [this, req = std::move(req), res = std::move(res)] { RunResponseById(req, *res); });
 }
 
 void OpenAiServer::TokenizeRoute(http::Request&& req, std::shared_ptr<http::Responder> res) {

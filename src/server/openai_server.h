@@ -2,6 +2,8 @@
 // cancellation on disconnect, deadlines, drain, /metrics, the access log.
 //
 //   POST /v1/chat/completions, POST /v1/completions   (stream or not, n, stop, ...)
+//   POST /v1/responses, GET|DELETE /v1/responses/{id}  (OpenAI's Responses API:
+//        server/openai_responses.h, responses_stream.h, response_store.h)
 //   POST /tokenize, /detokenize                       (vLLM's shapes: server/token_endpoints.h)
 //   GET  /v1/models, /health (alive), /ready (not draining), /metrics,
 //        /load (queue depth, running sequences, KV fill: what a gateway routes by)
@@ -32,6 +34,7 @@
 #include "server/ignored_fields.h"
 #include "server/metrics.h"
 #include "server/request_preparation.h"
+#include "server/response_store.h"
 #include "util/status.h"
 
 namespace brisk {
@@ -80,6 +83,12 @@ class OpenAiServer {
   void Models(http::Request&& req, std::shared_ptr<http::Responder> res);
   void ChatCompletions(http::Request&& req, std::shared_ptr<http::Responder> res);
   void Completions(http::Request&& req, std::shared_ptr<http::Responder> res);
+  // The Responses API (openai_server_responses.cc).
+  void Responses(http::Request&& req, std::shared_ptr<http::Responder> res);
+  void ResponseById(http::Request&& req, std::shared_ptr<http::Responder> res);
+  void RunResponses(const http::Request& req, std::shared_ptr<http::Responder> res,
+                    Clock::time_point arrival, const boost::asio::any_io_executor& strand);
+  void RunResponseById(const http::Request& req, http::Responder& res);
   void TokenizeRoute(http::Request&& req, std::shared_ptr<http::Responder> res);
   void DetokenizeRoute(http::Request&& req, std::shared_ptr<http::Responder> res);
   // /tokenize and /detokenize on a worker strand: key, body, answer.
@@ -105,6 +114,7 @@ class OpenAiServer {
   std::unique_ptr<IgnoredFieldCounter> ignored_fields_;
   ConstraintCache constraints_;  // compiled response_format schemas, by content
   std::unique_ptr<AccessLog> access_log_;
+  ResponseStore responses_;  // stored Responses API responses, per tenant
   std::shared_ptr<Executors> executors_;
   std::unique_ptr<http::Server> http_;
   std::atomic<bool> draining_{false};

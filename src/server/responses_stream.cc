@@ -1,0 +1,278 @@
+#include "server/responses_stream.h"
+
+#include <algorithm>
+
+#include "server/openai_tools.h"
+#include "server/request_preparation.h"
+
+namespace brisk {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+void SendError(http::Responder& res, const api::ApiError& e, http::Headers extra = {}) {
+  http::Headers h = {{"Content-Type", "application/json"}};
+  h.insert(h.end(), extra.begin(), extra.end());
+  res.Send(e.http_status, std::move(h), api::ErrorBody(e));
+}
+
+}  // namespace
+
+ResponsesStream::ResponsesStream(Options options, std::shared_ptr<http::Responder> res,
+                                 ServerMetrics& metrics, EngineClient& engine, DoneCallback on_done)
+    : opts_(std::move(options)),
+      res_(std::move(res)),
+      metrics_(metrics),
+      engine_(engine),
+      on_done_(std::move(on_done)),
+      msg_id_(api::NewMessageItemId()),
+      parser_(opts_.tool_call_array) {}
+
+void ResponsesStream::Cancel() {
+  if (cancel_sent_ || engine_id_ < 0) return;
+  cancel_sent_ = true;
+  engine_.Cancel(engine_id_);
+}
+
+void ResponsesStream::End(ResponseSummary summary) {
+  done_ = true;
+  summary.total_s = Seconds(Clock::now() - opts_.arrival);
+  summary.queue_s = queue_s_;
+  if (t_first_) summary.ttft_s = Seconds(*t_first_ - opts_.arrival);
+  summary.usage = usage_;
+  metrics_.outcome[summary.outcome]->Inc();
+  if (on_done_) on_done_(summary);
+}
+
+void ResponsesStream::Write(std::string_view type, Json fields) {
+  res_->Write(api::ResponsesEvent(type, std::move(fields), &seq_));
+}
+
+void ResponsesStream::Begin() {
+  if (!opts_.request->stream || started_ || done_) return;
+  http::Headers h = {{"Content-Type", "text/event-stream"}, {"X-Request-Id", opts_.id}};
+  h.insert(h.end(), opts_.extra_headers.begin(), opts_.extra_headers.end());
+  res_->StartStream(200, std::move(h));
+  started_ = true;
+  const Json shell = api::ResponseObject(*opts_.request, opts_.id, opts_.created_at, opts_.model_id,
+                                         "in_progress", Json::array(), nullptr);
+  Write("response.created", {{"response", shell}});
+  Write("response.in_progress", {{"response", shell}});
+}
+
+void ResponsesStream::OnClientGone() {
+  if (!done_) Cancel();  // the engine's kCancelled output ends the bookkeeping
+}
+
+void ResponsesStream::FailSubmit(const Status& st) {
+  if (done_) return;
+  Cancel();
+  api::ApiError e;
+  http::Headers extra;
+  ResponseSummary s;
+  if (st.code() == StatusCode::kResourceExhausted) {
+    e = QueueFullError(st, engine_.RetryAfterSeconds(opts_.priority), &extra);
+    s.outcome = "rejected";
+  } else if (st.code() == StatusCode::kUnavailable) {
+    e = MakeApiError(503, "server_error", st.message(), "draining");
+    s.outcome = "error";
+  } else {
+    e = MakeApiError(400, "invalid_request_error", st.message(), "invalid_value");
+    s.outcome = "invalid";
+  }
+  s.http_status = e.http_status;
+  End(std::move(s));
+  SendError(*res_, e, std::move(extra));
+}
+
+void ResponsesStream::Fail(const SequenceOutput& out, const Status& error) {
+  Cancel();
+  ResponseSummary s;
+  s.outcome = "error";
+  api::ApiError e = MakeApiError(
+      500, "server_error", error.ok() ? "generation failed" : error.message(), "internal_error");
+  http::Headers extra;
+  if (error.code() == StatusCode::kResourceExhausted) {
+    s.outcome = "rejected";
+    e = QueueFullError(error, engine_.RetryAfterSeconds(opts_.priority), &extra);
+  } else if (out.reason == FinishReason::kCancelled) {
+    s.outcome = res_->closed() ? "cancelled" : "error";
+    e = MakeApiError(503, "server_error", "The request was cancelled (server shutting down)",
+                     "cancelled");
+  } else if (out.reason == FinishReason::kDeadline) {
+    s.outcome = "timeout";
+    e = MakeApiError(504, "timeout", "The request's deadline passed before it finished",
+                     "deadline_exceeded");
+  }
+  const bool closed = res_->closed();
+  s.http_status = closed ? 499 : started_ ? 200 : e.http_status;
+  End(std::move(s));
+  if (closed) return;
+  if (!started_) return SendError(*res_, e, std::move(extra));
+  // OpenAI's stream error event, then the failed response.
+  Write("error", {{"code", e.code}, {"message", e.message}, {"param", nullptr}});
+  Json failed = api::ResponseObject(*opts_.request, opts_.id, opts_.created_at, opts_.model_id,
+                                    "failed", Json::array(), nullptr);
+  failed["error"] = {{"code", e.code}, {"message", e.message}};
+  Write("response.failed", {{"response", std::move(failed)}});
+  res_->End();
+}
+
+void ResponsesStream::StreamText(const std::string& text) {
+  if (!msg_open_) {
+    msg_open_ = true;
+    Write("response.output_item.added",
+          {{"output_index", 0}, {"item", api::MessageItem(msg_id_, "in_progress", "", false)}});
+    Write("response.content_part.added", {{"item_id", msg_id_},
+                                          {"output_index", 0},
+                                          {"content_index", 0},
+                                          {"part", api::OutputTextPart("")}});
+  }
+  if (text.empty()) return;
+  Write("response.output_text.delta", {{"item_id", msg_id_},
+                                       {"output_index", 0},
+                                       {"content_index", 0},
+                                       {"delta", text},
+                                       {"logprobs", Json::array()}});
+}
+
+void ResponsesStream::StreamCalls(const std::string& text) {
+  std::vector<api::ToolCallDelta> deltas;
+  parser_.Feed(text, &deltas);
+  for (const api::ToolCallDelta& d : deltas) {
+    if (!d.name.empty()) {
+      calls_.push_back({api::NewFunctionCallItemId(), api::NewToolCallId(), d.name, std::string()});
+      if (opts_.request->stream)
+        Write("response.output_item.added",
+              {{"output_index", calls_.size() - 1},
+               {"item", api::FunctionCallItem(calls_.back().item_id, calls_.back().call_id, d.name,
+                                              "", "in_progress")}});
+    } else if (!calls_.empty() && !d.arguments.empty()) {
+      calls_.back().arguments += d.arguments;
+      if (opts_.request->stream)
+        Write("response.function_call_arguments.delta", {{"item_id", calls_.back().item_id},
+                                                         {"output_index", calls_.size() - 1},
+                                                         {"delta", d.arguments}});
+    }
+  }
+}
+
+void ResponsesStream::CloseItems(bool cut) {
+  const std::string_view status = cut ? "incomplete" : "completed";
+  if (calls_.empty()) {
+    StreamText("");  // an empty answer still has its message item
+    Write("response.output_text.done", {{"item_id", msg_id_},
+                                        {"output_index", 0},
+                                        {"content_index", 0},
+                                        {"text", text_},
+                                        {"logprobs", Json::array()}});
+    Write("response.content_part.done", {{"item_id", msg_id_},
+                                         {"output_index", 0},
+                                         {"content_index", 0},
+                                         {"part", api::OutputTextPart(text_)}});
+    Write("response.output_item.done",
+          {{"output_index", 0}, {"item", api::MessageItem(msg_id_, status, text_)}});
+    return;
+  }
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    const Call& c = calls_[i];
+    Write("response.function_call_arguments.done", {{"item_id", c.item_id},
+                                                    {"output_index", i},
+                                                    {"name", c.name},
+                                                    {"arguments", c.arguments}});
+    Write("response.output_item.done",
+          {{"output_index", i},
+           {"item", api::FunctionCallItem(c.item_id, c.call_id, c.name, c.arguments, status)}});
+  }
+}
+
+Json ResponsesStream::FinalOutput(bool cut) {
+  const std::string_view status = cut ? "incomplete" : "completed";
+  Json out = Json::array();
+  if (calls_.empty()) {
+    out.push_back(api::MessageItem(msg_id_, status, text_));
+  } else {
+    for (const Call& c : calls_)
+      out.push_back(api::FunctionCallItem(c.item_id, c.call_id, c.name, c.arguments, status));
+  }
+  return out;
+}
+
+void ResponsesStream::OnOutput(const SequenceOutput& out, const Status& error) {
+  if (done_ || out.index != 0) return;
+  const auto now = Clock::now();
+  if (!error.ok() || out.reason == FinishReason::kError || out.reason == FinishReason::kCancelled ||
+      out.reason == FinishReason::kDeadline)
+    return Fail(out, error);
+  if (!out.new_tokens.empty()) {
+    if (!t_first_) {
+      t_first_ = now;
+      metrics_.ttft->Observe(Seconds(now - opts_.arrival));
+    } else {
+      metrics_.itl->Observe(Seconds(now - t_prev_token_));
+    }
+    t_prev_token_ = t_last_ = now;
+  }
+  text_ += out.text;
+  if (opts_.tool_calls) {
+    StreamCalls(out.text);
+  } else if (opts_.request->stream && !res_->closed()) {
+    StreamText(out.text);
+  }
+  if (!out.finished) return;
+  // A call cut off before its name is complete stays text.
+  if (opts_.tool_calls && !calls_.empty() && !parser_.complete() && !opts_.request->stream)
+    calls_.clear();
+  usage_.completion_tokens = out.completion_tokens;
+  usage_.prompt_tokens = out.prompt_tokens;
+  usage_.cached_tokens = out.cached_tokens;
+  queue_s_ = out.queue_s;
+  Complete(out.reason == FinishReason::kLength);
+}
+
+void ResponsesStream::Complete(bool cut) {
+  const auto now = Clock::now();
+  const double e2e = Seconds(now - opts_.arrival);
+  ServerMetrics& m = metrics_;
+  m.e2e->Observe(e2e);
+  m.prompt_tokens->Inc(double(usage_.prompt_tokens));
+  m.cached_tokens->Inc(double(usage_.cached_tokens));
+  m.generation_tokens->Inc(double(usage_.completion_tokens));
+  if (queue_s_ >= 0) m.queue->Observe(queue_s_);
+  if (t_first_) {
+    const double ttft = Seconds(*t_first_ - opts_.arrival);
+    if (queue_s_ >= 0) m.prefill->Observe(std::max(0.0, ttft - queue_s_));
+    m.decode->Observe(Seconds(t_last_ - *t_first_));
+    if (usage_.completion_tokens > 1)
+      m.tpot->Observe((e2e - ttft) / double(usage_.completion_tokens - 1));
+  }
+  Json output = FinalOutput(cut);
+  const std::string_view status = cut ? "incomplete" : "completed";
+  Json response = api::ResponseObject(*opts_.request, opts_.id, opts_.created_at, opts_.model_id,
+                                      status, output, &usage_);
+  if (opts_.store && opts_.request->store) {
+    Json conversation = opts_.history;
+    for (const Json& msg : opts_.request->input_messages) conversation.push_back(msg);
+    for (Json& msg : api::OutputToMessages(output)) conversation.push_back(std::move(msg));
+    opts_.store->Put(opts_.tenant, opts_.id, response, std::move(conversation));
+  }
+  ResponseSummary s;
+  s.outcome = "ok";
+  s.finish_reason = cut ? "length" : calls_.empty() ? "stop" : "tool_calls";
+  s.http_status = res_->closed() ? 499 : 200;
+  End(std::move(s));
+  if (res_->closed()) return;
+  if (opts_.request->stream) {
+    CloseItems(cut);
+    Write(cut ? "response.incomplete" : "response.completed", {{"response", std::move(response)}});
+    res_->End();
+  } else {
+    http::Headers h = {{"Content-Type", "application/json"}, {"X-Request-Id", opts_.id}};
+    h.insert(h.end(), opts_.extra_headers.begin(), opts_.extra_headers.end());
+    res_->Send(200, std::move(h), response.dump(-1, ' ', false, Json::error_handler_t::replace));
+  }
+}
+
+}  // namespace brisk

@@ -1,0 +1,103 @@
+// One Responses API response in flight (POST /v1/responses): the engine's
+// outputs for its one sequence become either one response object or the
+// Responses SSE events (response.created, response.in_progress,
+// response.output_item.added, response.content_part.added,
+// response.output_text.delta..., response.output_text.done,
+// response.content_part.done, response.output_item.done,
+// response.completed | response.incomplete; function calls as
+// response.function_call_arguments.delta / .done), each with "type" and
+// "sequence_number". A finished response with "store": true goes into the
+// ResponseStore with its conversation. Records the same metrics as
+// ResponseStream.
+//
+// Threading: every method runs on the request's strand.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine_client.h"
+#include "engine/generation.h"
+#include "server/http_server.h"
+#include "server/openai_responses.h"
+#include "server/response_store.h"
+#include "server/response_stream.h"
+#include "server/server_metrics.h"
+#include "server/tool_call_parser.h"
+
+namespace brisk {
+
+class ResponsesStream {
+ public:
+  struct Options {
+    std::shared_ptr<const api::ResponsesRequest> request;
+    std::string id;  // resp_...
+    std::string model_id;
+    int64_t created_at = 0;
+    http::Headers extra_headers;
+    Priority priority = Priority::kInteractive;
+    Clock::time_point arrival;
+    // The output is a forced tool call (PreparedRequest::tool_choice not
+    // "none"), an array of calls when tool_call_array.
+    bool tool_calls = false;
+    bool tool_call_array = false;
+    // Where a stored response goes (null: not stored), under this tenant,
+    // with this conversation before the request's input.
+    ResponseStore* store = nullptr;
+    std::string tenant;
+    nlohmann::ordered_json history = nlohmann::ordered_json::array();
+  };
+  using DoneCallback = ResponseStream::DoneCallback;
+
+  ResponsesStream(Options options, std::shared_ptr<http::Responder> res, ServerMetrics& metrics,
+                  EngineClient& engine, DoneCallback on_done);
+
+  void SetEngineRequest(int64_t request_id) { engine_id_ = request_id; }
+  // Sends response.created and response.in_progress (streams only).
+  void Begin();
+  void OnOutput(const SequenceOutput& out, const Status& error);
+  void OnClientGone();
+  void FailSubmit(const Status& st);
+
+ private:
+  void Cancel();
+  void Fail(const SequenceOutput& out, const Status& error);
+  void Write(std::string_view type, nlohmann::ordered_json fields);
+  void StreamText(const std::string& text);
+  void StreamCalls(const std::string& text);
+  // Streams: the closing events of the open items.
+  void CloseItems(bool cut);
+  // The output items of the finished response.
+  nlohmann::ordered_json FinalOutput(bool cut);
+  void Complete(bool cut);
+  void End(ResponseSummary summary);
+
+  struct Call {
+    std::string item_id, call_id, name, arguments;
+  };
+
+  const Options opts_;
+  std::shared_ptr<http::Responder> res_;
+  ServerMetrics& metrics_;
+  EngineClient& engine_;
+  DoneCallback on_done_;
+
+  int64_t engine_id_ = -1;
+  bool cancel_sent_ = false;
+  bool started_ = false;
+  bool done_ = false;
+  int64_t seq_ = 0;
+  std::string text_;  // everything the model wrote
+  std::string msg_id_;
+  bool msg_open_ = false;  // streams: message item and part announced
+  api::ToolCallParser parser_;
+  std::vector<Call> calls_;
+  std::optional<Clock::time_point> t_first_;
+  Clock::time_point t_last_, t_prev_token_;
+  api::Usage usage_;
+  double queue_s_ = -1;
+};
+
+}  // namespace brisk

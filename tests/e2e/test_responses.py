@@ -1,0 +1,212 @@
+"""OpenAI's Responses API (POST /v1/responses, GET / DELETE
+/v1/responses/{id}) end to end with the real `openai` client against `brisk
+serve` on the default model: plain and instructed requests, the streamed
+event sequence, text.format json_schema, previous_response_id follow-ups,
+the store (retrieve, delete, 404s, tenants kept apart), max_output_tokens
+-> incomplete, and a function-tool round trip."""
+import json
+
+import openai
+import pytest
+from pydantic import BaseModel, Field
+
+from conftest import MODEL_ID
+
+WEATHER_TOOL = {
+    "type": "function", "name": "get_weather", "description": "Current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}},
+                   "required": ["city"], "additionalProperties": False},
+    "strict": True,
+}
+
+
+def text_of(r):
+    return "".join(p.text for item in r.output if item.type == "message" for p in item.content)
+
+
+def test_plain_string_input(brisk_server):
+    r = brisk_server.client().responses.create(
+        model=MODEL_ID, input="Say hello.", max_output_tokens=16, temperature=0)
+    assert r.id.startswith("resp_") and r.object == "response" and r.model == MODEL_ID
+    assert r.status in ("completed", "incomplete")
+    msg = r.output[0]
+    assert msg.type == "message" and msg.role == "assistant" and msg.id.startswith("msg_")
+    assert msg.content[0].type == "output_text" and msg.content[0].annotations == []
+    assert r.output_text == msg.content[0].text and r.output_text
+    u = r.usage
+    assert u.input_tokens > 0 and u.output_tokens > 0
+    assert u.total_tokens == u.input_tokens + u.output_tokens
+    assert u.output_tokens_details.reasoning_tokens == 0
+    assert u.input_tokens_details.cached_tokens >= 0
+    assert r.max_output_tokens == 16 and r.store is True
+
+
+def test_instructions_and_message_items(brisk_server):
+    r = brisk_server.client().responses.create(
+        model=MODEL_ID, instructions="Answer with one word.",
+        input=[{"role": "user", "content": [{"type": "input_text", "text": "Capital of France?"}]}],
+        max_output_tokens=8, temperature=0, metadata={"k": "v"})
+    assert r.instructions == "Answer with one word." and r.metadata == {"k": "v"}
+    assert r.output_text
+
+
+def test_max_output_tokens_incomplete(brisk_server):
+    r = brisk_server.client().responses.create(
+        model=MODEL_ID, input="Write a long story about the sea.", max_output_tokens=3)
+    assert r.status == "incomplete"
+    assert r.incomplete_details.reason == "max_output_tokens"
+    assert r.usage.output_tokens == 3
+
+
+def test_stream_events_in_order(brisk_server):
+    stream = brisk_server.client().responses.create(
+        model=MODEL_ID, input="Count to five.", max_output_tokens=24, temperature=0, stream=True)
+    events = list(stream)
+    types = [e.type for e in events]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    head = ["response.created", "response.in_progress", "response.output_item.added",
+            "response.content_part.added"]
+    assert types[:4] == head
+    tail = ["response.output_text.done", "response.content_part.done",
+            "response.output_item.done"]
+    assert types[-4:-1] == tail
+    assert types[-1] in ("response.completed", "response.incomplete")
+    deltas = [e for e in events if e.type == "response.output_text.delta"]
+    assert len(deltas) >= 2 and set(types[4:-4]) == {"response.output_text.delta"}
+    text = "".join(d.delta for d in deltas)
+    assert events[-4].text == text
+    final = events[-1].response
+    assert final.output[0].content[0].text == text and final.usage.output_tokens > 0
+    # Stored: retrieve gives the same response.
+    got = brisk_server.client().responses.retrieve(final.id)
+    assert got.output_text == text
+
+
+class City(BaseModel):
+    name: str = Field(max_length=12)
+    population: int = Field(ge=0, le=99999999)
+
+
+def test_json_schema_text_format(brisk_server):
+    schema = City.model_json_schema()
+    schema["additionalProperties"] = False
+    r = brisk_server.client().responses.create(
+        model=MODEL_ID, input="Describe Paris as JSON.", max_output_tokens=80, temperature=0,
+        text={"format": {"type": "json_schema", "name": "city", "schema": schema, "strict": True}})
+    assert r.status == "completed", r
+    City.model_validate(json.loads(r.output_text))
+    assert r.text.format.type == "json_schema"
+
+
+def test_parse_with_pydantic(brisk_server):
+    r = brisk_server.client().responses.parse(
+        model=MODEL_ID, input="Describe Paris as JSON.", max_output_tokens=80, temperature=0,
+        text_format=City)
+    assert isinstance(r.output_parsed, City)
+
+
+def test_previous_response_id_follow_up(brisk_server):
+    c = brisk_server.client()
+    first = c.responses.create(model=MODEL_ID, input="My name is Alice. Say hi.",
+                               max_output_tokens=12, temperature=0)
+    second = c.responses.create(model=MODEL_ID, previous_response_id=first.id,
+                                input="What is my name?", max_output_tokens=12, temperature=0)
+    assert second.previous_response_id == first.id
+    # The follow-up's prompt holds the first turn: more input tokens than
+    # the new question alone, and the first exchange's included.
+    alone = c.responses.create(model=MODEL_ID, input="What is my name?", max_output_tokens=12,
+                               temperature=0, store=False)
+    assert second.usage.input_tokens > alone.usage.input_tokens + first.usage.output_tokens
+    # store=False: nothing to continue from.
+    with pytest.raises(openai.NotFoundError):
+        c.responses.retrieve(alone.id)
+
+
+def test_retrieve_delete_and_unknown_ids(brisk_server):
+    c = brisk_server.client()
+    r = c.responses.create(model=MODEL_ID, input="Hi", max_output_tokens=4)
+    assert c.responses.retrieve(r.id).id == r.id
+    c.responses.delete(r.id)
+    for call in (lambda: c.responses.retrieve(r.id), lambda: c.responses.delete(r.id),
+                 lambda: c.responses.create(model=MODEL_ID, input="x", previous_response_id=r.id)):
+        with pytest.raises(openai.NotFoundError) as e:
+            call()
+        assert e.value.body["code"] == "not_found"
+    status, _ = brisk_server.get("/v1/responses/a/b")
+    assert status == 404
+
+
+def test_errors_name_responses_fields(brisk_server):
+    c = brisk_server.client()
+    with pytest.raises(openai.BadRequestError) as e:
+        c.responses.create(model=MODEL_ID, input="x", max_output_tokens=0)
+    assert e.value.body["param"] == "max_output_tokens"
+    with pytest.raises(openai.BadRequestError) as e:
+        c.responses.create(model=MODEL_ID, input="x", tools=[{"type": "web_search"}])
+    assert e.value.body["code"] == "unsupported" and "function" in e.value.body["message"]
+    with pytest.raises(openai.BadRequestError) as e:
+        c.responses.create(model=MODEL_ID, input="x", extra_body={"bogus": 1})
+    assert e.value.body["code"] == "unknown_parameter"
+
+
+def test_function_tool_round_trip(brisk_server):
+    c = brisk_server.client()
+    first = c.responses.create(model=MODEL_ID, input="What is the weather in Paris?",
+                               tools=[WEATHER_TOOL], max_output_tokens=60, temperature=0)
+    calls = [o for o in first.output if o.type == "function_call"]
+    assert calls, first.output
+    call = calls[0]
+    assert call.name == "get_weather" and call.call_id.startswith("call_")
+    assert isinstance(json.loads(call.arguments)["city"], str)
+    # The tool's result, by previous_response_id: the model answers in text.
+    second = c.responses.create(
+        model=MODEL_ID, previous_response_id=first.id, tools=[WEATHER_TOOL],
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "18 C, sunny"}],
+        max_output_tokens=30, temperature=0)
+    assert second.output[0].type == "message" and second.output_text
+    # The same with the whole history sent as input items (store=False).
+    third = c.responses.create(
+        model=MODEL_ID, store=False, tools=[WEATHER_TOOL],
+        input=[{"role": "user", "content": "What is the weather in Paris?"},
+               {"type": "function_call", "call_id": call.call_id, "name": call.name,
+                "arguments": call.arguments},
+               {"type": "function_call_output", "call_id": call.call_id, "output": "18 C"}],
+        max_output_tokens=30, temperature=0)
+    assert third.output[0].type == "message"
+
+
+def test_function_call_streamed(brisk_server):
+    events = list(brisk_server.client().responses.create(
+        model=MODEL_ID, input="Weather in Rome?", tools=[WEATHER_TOOL], tool_choice="required",
+        max_output_tokens=60, temperature=0, stream=True))
+    types = [e.type for e in events]
+    assert types[2] == "response.output_item.added" and events[2].item.type == "function_call"
+    assert "response.function_call_arguments.delta" in types
+    done = [e for e in events if e.type == "response.function_call_arguments.done"][0]
+    assert json.loads(done.arguments)["city"]
+    assert types[-1] == "response.completed"
+    assert events[-1].response.output[0].arguments == done.arguments
+
+
+TENANT_CONFIG = """
+keys:
+  - key: sk-a
+    tenant: a
+  - key: sk-b
+    tenant: b
+"""
+
+
+def test_store_is_per_tenant(make_server):
+    s = make_server(config_text=TENANT_CONFIG)
+    a, b = s.client(api_key="sk-a"), s.client(api_key="sk-b")
+    r = a.responses.create(model=MODEL_ID, input="Hi", max_output_tokens=4)
+    assert a.responses.retrieve(r.id).id == r.id
+    with pytest.raises(openai.NotFoundError):
+        b.responses.retrieve(r.id)
+    with pytest.raises(openai.NotFoundError):
+        b.responses.create(model=MODEL_ID, input="x", previous_response_id=r.id)
+    with pytest.raises(openai.NotFoundError):
+        b.responses.delete(r.id)
+    with pytest.raises(openai.AuthenticationError):
+        s.client(api_key="wrong").responses.retrieve(r.id)
