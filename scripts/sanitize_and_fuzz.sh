@@ -17,10 +17,12 @@ cmake --build build-asan -j"$(nproc)"
   ctest --output-on-failure -j"$(nproc)" -E 'ReferenceLogitsTest|Gemma3ReferenceTest\.(Reference|FastPath|Greedy)|ThirtyTwoConcurrent')
 # The server under ASan/UBSan with the real openai client and the robustness
 # tests (disconnects, overload, bad input): memory errors on the HTTP and
-# streaming paths show up here.
+# streaming paths show up here. The gateway's tests run its proxy, retry,
+# cancel and ledger paths over ASan engines.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 BRISK_BIN=build-asan/brisk \
   BRISK_E2E_TIME_SCALE=4 \
-  python3 -m pytest -q tests/e2e/test_openai_api.py tests/e2e/test_server_robustness.py
+  python3 -m pytest -q tests/e2e/test_openai_api.py tests/e2e/test_server_robustness.py \
+  tests/e2e/test_gateway.py
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_FUZZ=ON \
   -DBRISK_TESTS=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ > /dev/null
