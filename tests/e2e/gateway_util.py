@@ -8,6 +8,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -15,6 +16,16 @@ import urllib.request
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SMOL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA = REPO / "models" / "gemma-3-270m-q4_k_m.gguf"
+SMOL_Q8 = REPO / "models" / "SmolLM2-135M-Instruct.Q8_0.gguf"
+
+
+def variant_model():
+    """The Q8_0 variant of the default model (the gateway's third model), made
+    once from the installed Q4_1 file by tools/make_variant_model.py."""
+    if not SMOL_Q8.exists():
+        subprocess.run([sys.executable, str(REPO / "tools" / "make_variant_model.py"), str(SMOL),
+                        str(SMOL_Q8)], check=True, capture_output=True, timeout=600)
+    return SMOL_Q8
 
 
 def free_port():

@@ -1,6 +1,7 @@
-"""`brisk gateway` end to end: real `brisk serve` engines (SmolLM2 in two tiers,
-Gemma 3 as the large one, two replicas in the small tier), the real `openai`
-client against the gateway, and the cost ledger read back from SQLite."""
+"""`brisk gateway` end to end: real `brisk serve` engines (small: SmolLM2 Q4_1,
+two replicas; medium: its Q8_0 variant; large: Gemma 3 270M), the real `openai`
+client against the gateway, and the cost ledger read back from SQLite and
+PostgreSQL."""
 import json
 import signal
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 
 from conftest import TIME_SCALE, skip_or_fail
 from gateway_util import (GEMMA, SMOL, sqlite_rows, start_engine, start_gateway,
-                          wait_models_known, write_gateway_config)
+                          variant_model, wait_models_known, write_gateway_config)
 
 PRICES = {"small": (0.1, 0.02, 0.4), "medium": (1.0, 0.2, 4.0), "large": (10.0, 2.0, 40.0)}
 
@@ -31,7 +32,7 @@ def engines(brisk_bin):
     started = {
         "small1": start_engine(brisk_bin, SMOL, "smol"),
         "small2": start_engine(brisk_bin, SMOL, "smol"),
-        "medium": start_engine(brisk_bin, SMOL, "smol-medium"),
+        "medium": start_engine(brisk_bin, variant_model(), "smol-medium"),
         "large": start_engine(brisk_bin, GEMMA, "gemma"),
     }
     yield started
@@ -438,30 +439,60 @@ def test_kill_9_keeps_every_completed_requests_row(gateway, brisk_bin, tmp_path,
     assert not missing, f"{len(missing)} completed requests have no ledger row"
 
 
-def test_postgres_ledger_has_every_row(gateway, tmp_path, brisk_bin):
+def test_postgres_ledger_has_one_row_per_request_of_every_kind(gateway, tmp_path, brisk_bin):
     from gateway_util import Postgres, pg_available
     if not pg_available():
         skip_or_fail("PostgreSQL server binaries missing (scripts/setup.sh installs postgresql)")
     pg = Postgres(tmp_path)
     try:
-        gw = gateway(ledger=pg.url)
+        gw = gateway("""
+routing:
+  features: {cheap-first: cascade}
+  cascade: {tiers: [small, medium], min_mean_logprob: -0.000001}
+""", ledger=pg.url)
         c = client(gw)
-        for i in range(3):
-            c.chat.completions.create(model="small", messages=MSG, max_tokens=3,
-                                      extra_headers={"X-Feature": "pg"})
+        h = {"X-Feature": "pg"}
+        for _ in range(2):  # completed
+            c.chat.completions.create(model="small", messages=MSG, max_tokens=3, extra_headers=h)
         list(c.chat.completions.create(model="large", messages=MSG, max_tokens=3, stream=True,
-                                       extra_headers={"X-Feature": "pg"}))
-        gw.stop()
+                                       extra_headers=h))  # streamed
+        with stream_raw(gw, "small", 300) as r:  # cancelled mid-stream
+            for n, line in enumerate(r.iter_lines()):
+                if n == 3:
+                    break
+        raw = c.chat.completions.with_raw_response.create(  # escalated
+            model="auto", messages=MSG, max_tokens=3, extra_headers={"X-Feature": "cheap-first"})
+        assert raw.headers["x-brisk-escalations"] == "1"
+        with pytest.raises(openai.BadRequestError):  # the engine's 400, passed through
+            c.chat.completions.create(model="small", messages=MSG, max_tokens=3, temperature=-3,
+                                      extra_headers=h)
+        time.sleep(0.5)
+        gw.stop()  # drains and flushes the ledger
         out = subprocess.run([brisk_bin, "cost", "--ledger", pg.url, "--group-by", "tier",
                               "--json"], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         report = json.loads(out.stdout)
         by_tier = {g["key"]: g for g in report["data"]}
-        assert by_tier["small"]["requests"] == 3 and by_tier["large"]["requests"] == 1
-        assert report["total"]["requests"] == 4
-        assert by_tier["small"]["cost_usd"] == pytest.approx(
-            cost_of("small", by_tier["small"]["prompt_tokens"], by_tier["small"]["cached_tokens"],
-                    by_tier["small"]["completion_tokens"]), rel=1e-9)
+        assert report["total"]["requests"] == 6
+        # small: 2 completed + the cancelled one + the 400; medium: the escalated
+        # request (answered there); large: the stream.
+        assert by_tier["small"]["requests"] == 4
+        assert by_tier["medium"]["requests"] == 1 and by_tier["medium"]["escalations"] == 1
+        assert by_tier["large"]["requests"] == 1
+        for tier in ("small", "large"):
+            g = by_tier[tier]
+            assert g["cost_usd"] == pytest.approx(
+                cost_of(tier, g["prompt_tokens"], g["cached_tokens"], g["completion_tokens"]),
+                rel=1e-9)
+        # The escalated row was charged at both tiers' prices: more than its
+        # tokens at the medium tier's alone would cost... and the small tier's
+        # share is in it.
+        m = by_tier["medium"]
+        assert m["cost_usd"] > 0
+        out = subprocess.run([brisk_bin, "cost", "--ledger", pg.url, "--group-by", "feature",
+                              "--json"], capture_output=True, text=True, timeout=60)
+        by_feature = {g["key"]: g for g in json.loads(out.stdout)["data"]}
+        assert by_feature["pg"]["requests"] == 4 and by_feature["cheap-first"]["requests"] == 1
     finally:
         pg.stop()
 
