@@ -484,11 +484,12 @@ routing:
             assert g["cost_usd"] == pytest.approx(
                 cost_of(tier, g["prompt_tokens"], g["cached_tokens"], g["completion_tokens"]),
                 rel=1e-9)
-        # The escalated row was charged at both tiers' prices: more than its
-        # tokens at the medium tier's alone would cost... and the small tier's
-        # share is in it.
+        # The escalated row sums both attempts' tokens, each charged at its own
+        # tier's prices: strictly between all of them at small's prices and all
+        # of them at medium's.
         m = by_tier["medium"]
-        assert m["cost_usd"] > 0
+        tokens = (m["prompt_tokens"], m["cached_tokens"], m["completion_tokens"])
+        assert cost_of("small", *tokens) < m["cost_usd"] < cost_of("medium", *tokens)
         out = subprocess.run([brisk_bin, "cost", "--ledger", pg.url, "--group-by", "feature",
                               "--json"], capture_output=True, text=True, timeout=60)
         by_feature = {g["key"]: g for g in json.loads(out.stdout)["data"]}
