@@ -15,25 +15,17 @@ alternate over rounds, with each round's seed shared by both arms.
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
+
+from procs import start
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(REPO, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
-def start(cmd):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = p.stdout.readline()
-    m = re.search(r"http://[^:]+:(\d+)", line)
-    if not m:
-        p.kill()
-        sys.exit(f"did not start: {cmd} -> {line!r}")
-    return p, f"http://127.0.0.1:{m.group(1)}"
 
 
 def run_arm(a, tmp, policy, seed):

@@ -26,10 +26,11 @@ import math
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
+
+from procs import start
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMOL = os.path.join(REPO, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -38,14 +39,6 @@ GOLDEN = os.path.join(REPO, "bench", "golden", "facts_completion.jsonl")
 PRICES = {"small": (0.15, 0.075, 0.60), "large": (2.50, 1.25, 10.00)}
 
 
-def start(cmd):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = p.stdout.readline()
-    m = re.search(r"http://[^:]+:(\d+)", line)
-    if not m:
-        p.kill()
-        sys.exit(f"did not start: {cmd} -> {line!r}")
-    return p, f"http://127.0.0.1:{m.group(1)}"
 
 
 def write_config(path, small_url, large_url, threshold=None):

@@ -17,24 +17,16 @@ cores; the report states the machine's load average with the numbers.
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
+
+from procs import start
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def start(cmd):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = p.stdout.readline()
-    m = re.search(r"http://[^:]+:(\d+)", line)
-    if not m:
-        p.kill()
-        sys.exit(f"did not start: {cmd} -> {line!r}")
-    return p, f"http://127.0.0.1:{m.group(1)}"
 
 
 def bench(brisk, url, rate, n, out_len, label, out_json, ledger_note=""):
