@@ -32,6 +32,18 @@ for t in $(cd src && ls */*_fuzz.cc | xargs -n1 basename | sed 's/\.cc$//'); do
   mkdir -p "$corpus"
   seeds=tests/fuzz_seeds/$t
   echo "fuzzing $t for ${FUZZ_SECONDS}s"
-  ./build-fuzz/"$t" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -rss_limit_mb=2048 \
-    -print_final_stats=1 "$corpus" $( [ -d "$seeds" ] && echo "$seeds" ) 2>&1 | tail -5
+  log=build-fuzz/$t.log
+  # A finding prints the sanitizer's report and the input (as a crash-*
+  # artifact under build-fuzz/), not just the final stats.
+  if ! ./build-fuzz/"$t" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -rss_limit_mb=2048 \
+    -artifact_prefix=build-fuzz/ -print_final_stats=1 "$corpus" \
+    $( [ -d "$seeds" ] && echo "$seeds" ) > "$log" 2>&1; then
+    echo "FUZZ FINDING in $t:"
+    grep -m1 -B4 -A60 -E 'ERROR|^==[0-9]+==|terminate called|deadly signal' "$log" || tail -80 "$log"
+    for a in build-fuzz/crash-* build-fuzz/leak-* build-fuzz/oom-* build-fuzz/timeout-*; do
+      [ -f "$a" ] && { echo "artifact $a (base64):"; base64 "$a" | head -40; }
+    done
+    exit 1
+  fi
+  tail -5 "$log"
 done

@@ -16,6 +16,7 @@ struct Prices {
   double input_per_mtok = 0;         // uncached prompt tokens
   double cached_input_per_mtok = 0;  // prompt tokens served from the prefix cache
   double output_per_mtok = 0;        // generated tokens
+  bool operator==(const Prices&) const = default;
 };
 
 struct TokenCounts {

@@ -71,7 +71,10 @@ const Json* FirstChoice(const Json& body) {
   return nullptr;
 }
 
+// `usage` is whatever the upstream sent under that key: anything that is not
+// an object is replaced rather than indexed (a number there would throw).
 void AddCost(Json* usage, const CostAnnotation& cost) {
+  if (!usage->is_object()) *usage = Json::object();
   (*usage)["cost_usd"] = cost.cost_usd;
   (*usage)["tier"] = cost.tier;
   (*usage)["escalations"] = cost.escalations;
@@ -123,9 +126,7 @@ AnswerFacts ReadAnswer(const Json& body) {
 
 void AnnotateAnswer(Json* body, const CostAnnotation& cost, bool keep_logprobs) {
   if (!body->is_object()) return;
-  Json& usage = (*body)["usage"];
-  if (!usage.is_object()) usage = Json::object();
-  AddCost(&usage, cost);
+  AddCost(&(*body)["usage"], cost);
   if (keep_logprobs) return;
   if (auto it = body->find("choices"); it != body->end() && it->is_array()) {
     for (Json& c : *it) {

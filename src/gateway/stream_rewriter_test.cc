@@ -87,6 +87,19 @@ TEST(StreamRewriter, FinalUsageChunkCarriesTheCost) {
   EXPECT_EQ(ev[2], "[DONE]");
 }
 
+// Found by gateway_parsers_fuzz: an upstream whose final chunk carries a
+// number under "usage" made Finish() index a number and throw.
+TEST(StreamRewriter, NonObjectUsageStillGetsTheCost) {
+  StreamRewriter rw(ClientWants{.include_usage = true});
+  std::string out;
+  rw.Feed("data: {\"choices\":[],\"usage\":3}\n\ndata: [DONE]\n\n", &out);
+  out += rw.Finish(CostAnnotation{0.5, "small", 0});
+  std::vector<Json> ev = Events(out);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_DOUBLE_EQ(ev[0]["usage"]["cost_usd"].get<double>(), 0.5);
+  EXPECT_EQ(ev[0]["usage"]["tier"], "small");
+}
+
 TEST(StreamRewriter, KeepsContinuousUsageWhenAsked) {
   StreamRewriter rw(ClientWants{.include_usage = true, .continuous_usage = true});
   std::string out;
