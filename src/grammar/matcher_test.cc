@@ -227,6 +227,13 @@ TEST(SchemaCompilerTest, RejectsNonSchemas) {
   EXPECT_FALSE(CompileJsonSchemaText(R"({"$ref":"#/$defs/missing"})").ok());
   EXPECT_FALSE(CompileJsonSchemaText(R"({"type":"object","required":"a"})").ok());
   EXPECT_FALSE(CompileJsonSchemaText("3").ok());
+  // Found by gateway_parsers_fuzz: escapes that are not hex and indices that
+  // do not fit were thrown as std::invalid_argument / out_of_range.
+  EXPECT_FALSE(CompileJsonSchemaText(R"({"$defs":{"a":{}},"$ref":"#/$defs%%%/a"})").ok());
+  EXPECT_FALSE(CompileJsonSchemaText(R"({"$defs":{"a":{}},"$ref":"#/$defs/%zz"})").ok());
+  EXPECT_FALSE(
+      CompileJsonSchemaText(R"({"anyOf":[{}],"$ref":"#/anyOf/99999999999999999999999"})").ok());
+  EXPECT_TRUE(CompileJsonSchemaText(R"({"$defs":{"a b":{}},"$ref":"#/$defs/a%20b"})").ok());
   // A self-referencing alias compiles and matches nothing.
   auto c = CompileJsonSchemaText(R"({"$ref":"#"})");
   ASSERT_TRUE(c.ok());

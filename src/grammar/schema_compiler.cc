@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <set>
@@ -142,7 +143,11 @@ const Json* Compiler::Resolve(const std::string& ref) const {
         key += tok[i + 1] == '1' ? '/' : '~';
         ++i;
       } else if (tok[i] == '%' && i + 2 < tok.size()) {
-        key += static_cast<char>(std::stoi(tok.substr(i + 1, 2), nullptr, 16));
+        unsigned byte = 0;
+        const char* first = tok.data() + i + 1;
+        auto [end_hex, ec] = std::from_chars(first, first + 2, byte, 16);
+        if (ec != std::errc() || end_hex != first + 2) return nullptr;  // "%zz": no such key
+        key += static_cast<char>(byte);
         i += 2;
       } else {
         key += tok[i];
@@ -154,8 +159,11 @@ const Json* Compiler::Resolve(const std::string& ref) const {
       at = &*it;
     } else if (at->is_array()) {
       if (key.empty() || key.find_first_not_of("0123456789") != std::string::npos) return nullptr;
-      const size_t i = std::stoul(key);
-      if (i >= at->size()) return nullptr;
+      size_t i = 0;
+      auto [end_num, ec] = std::from_chars(key.data(), key.data() + key.size(), i);
+      if (ec != std::errc() || end_num != key.data() + key.size() || i >= at->size()) {
+        return nullptr;
+      }
       at = &(*at)[i];
     } else {
       return nullptr;

@@ -596,6 +596,20 @@ BAD_FIELDS = {
                                  max_tokens=4000), 400, "context_length_exceeded"),
     "unknown_model": ("/v1/chat/completions", _j(model="gpt-17", messages=HELLO), 404,
                       "model_not_found"),
+    # Killed the server with std::invalid_argument before the $ref decoder was
+    # fixed (found by fuzzing the gateway's schema checker).
+    "schema_ref_bad_escape": ("/v1/chat/completions",
+                              _j(**chat_body(response_format={
+                                  "type": "json_schema", "json_schema": {
+                                      "name": "a", "schema": {"$defs": {"a": {}},
+                                                              "$ref": "#/$defs/%zz"}}})),
+                              400, None),
+    "schema_ref_huge_index": ("/v1/chat/completions",
+                              _j(**chat_body(response_format={
+                                  "type": "json_schema", "json_schema": {
+                                      "name": "a", "schema": {"anyOf": [{}],
+                                                              "$ref": "#/anyOf/" + "9" * 30}}})),
+                              400, None),
 }
 
 
