@@ -9,7 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libxxhash-dev
-  libyaml-cpp-dev libboost1.81-dev libsqlite3-dev libpq-dev postgresql
+  libyaml-cpp-dev libboost1.81-dev libsqlite3-dev libpq-dev postgresql libvalijson-dev
   unzip python3-pip prometheus fortunes chromium chromium-driver libjs-chart.js
 )
 missing=()

@@ -1,9 +1,11 @@
 // libFuzzer target (BRISK_FUZZ=ON): the gateway's parsers of outside input.
 // Any bytes, as (1) gateway.yaml, (2) an upstream's SSE stream fed in two
 // pieces, (3) an upstream's whole JSON answer, (4) a /v1/cost query string,
-// must give a value or a clean error, never a crash; what comes out must keep
-// its invariants (a parsed config names real tiers; rewritten SSE events are
-// JSON or [DONE]; costs are finite and not negative).
+// (5) a client's JSON Schema and an answer checked against it (the cascade's
+// AnswerCheck, valijson inside), must give a value or a clean error, never a
+// crash; what comes out must keep its invariants (a parsed config names real
+// tiers; rewritten SSE events are JSON or [DONE]; costs are finite and not
+// negative; a schema is either checked or says why not).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "gateway/answer_check.h"
 #include "gateway/cost_report.h"
 #include "gateway/gateway_config.h"
 #include "gateway/stream_rewriter.h"
@@ -39,7 +42,7 @@ void CheckEvents(const std::string& sse) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: {
       auto c = ParseGatewayConfig(input, "fuzz.yaml");
       if (c.ok()) {
@@ -80,6 +83,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 3: {
       auto q = ParseCostQuery(input);
       if (q.ok()) Check(q->from_unix_ms < q->to_unix_ms);
+      break;
+    }
+    case 4: {  // a client's JSON Schema, a newline, an upstream's answer
+      const size_t nl = input.find('\n');
+      Json schema = Json::parse(input.substr(0, nl), nullptr, false);
+      if (schema.is_discarded()) break;
+      AnswerCheck c = AnswerCheck::FromRequest(
+          {{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", schema}}}}}});
+      Check(c.active());
+      Check(c.has_schema() == c.skipped().empty());
+      const std::string_view answer = nl == std::string_view::npos ? "" : input.substr(nl + 1);
+      const std::string verdict = c.Check(answer);
+      Check(verdict.empty() || verdict == "invalid_json" || verdict == "too_deep" ||
+            verdict == "schema_mismatch");
       break;
     }
   }

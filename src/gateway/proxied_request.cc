@@ -59,13 +59,6 @@ ClientWants ReadWants(const Json& body) {
   return w;
 }
 
-bool HasResponseFormat(const Json& body) {
-  auto it = body.find("response_format");
-  if (it == body.end() || !it->is_object()) return false;
-  std::string type = it->value("type", "");
-  return type == "json_object" || type == "json_schema";
-}
-
 double MsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -87,7 +80,16 @@ ProxiedRequest::ProxiedRequest(std::shared_ptr<GatewayCore> core,
       request_id_(std::move(request_id)),
       client_stream_(BoolOr(body_, "stream", false)),
       wants_(ReadWants(body_)),
-      has_response_format_(HasResponseFormat(body_)) {}
+      // Built only where an answer can be judged: a cascade with a tier after
+      // this one that escalates on answers failing their response_format.
+      answer_check_(plan_.tiers.size() > 1 && core_->config.routing.cascade.escalate_on_invalid_json
+                        ? AnswerCheck::FromRequest(body_)
+                        : AnswerCheck()) {
+  if (!answer_check_.skipped().empty()) {
+    log::Debug("gateway: request {}: its schema is not checked ({}); only that the answer is JSON",
+               request_id_, answer_check_.skipped());
+  }
+}
 
 TierRuntime& ProxiedRequest::Tier() const { return *core_->tiers[plan_.tiers[tier_pos_]]; }
 
@@ -330,10 +332,10 @@ void ProxiedRequest::OnDone(int attempt, const Status& st) {
 
 bool ProxiedRequest::ShouldEscalate(const AnswerFacts& facts, std::string* why) const {
   const CascadeConfig& c = core_->config.routing.cascade;
-  if (has_response_format_ && c.escalate_on_invalid_json) {
-    Json parsed = Json::parse(facts.text, nullptr, false);
-    if (parsed.is_discarded() || !(parsed.is_object() || parsed.is_array())) {
-      *why = "invalid_json";
+  if (answer_check_.active()) {
+    std::string detail;
+    if (std::string failed = answer_check_.Check(facts.text, &detail); !failed.empty()) {
+      *why = detail.empty() ? failed : fmt::format("{}: {}", failed, detail);
       return true;
     }
     if (facts.finish_reason == "length") {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/answer_check.h"
 #include "gateway/gateway_core.h"
 #include "gateway/router.h"
 #include "gateway/stream_rewriter.h"
@@ -81,7 +82,7 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
   const std::string request_id_;
   const bool client_stream_;
   const ClientWants wants_;
-  const bool has_response_format_;
+  const AnswerCheck answer_check_;  // the response_format test a cascade tier's answer must pass
 
   // Recursive: an upstream client may call back from inside Send().
   std::recursive_mutex mu_;

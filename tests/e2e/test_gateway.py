@@ -10,6 +10,7 @@ import time
 
 import contextlib
 import http.client
+import http.server
 import openai
 import pytest
 
@@ -194,6 +195,105 @@ routing:
     _, text = gw.get("/metrics")
     assert 'brisk_gateway_escalations_total{from_tier="small"} 1' in text
     assert 'brisk_gateway_escalations_total{from_tier="medium"} 1' in text
+
+
+class _SchemaBlindUpstream(http.server.BaseHTTPRequestHandler):
+    """A generic OpenAI-compatible server that ignores response_format (as a
+    llama-server without a grammar would): it answers whatever follows "say:"
+    in the last message."""
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, code, body, ctype="application/json"):
+        data = body.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/v1/models":
+            self._send(200, json.dumps({"object": "list", "data": [{"id": "blind"}]}))
+        else:
+            self._send(404, "{}")
+
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        text = req["messages"][-1]["content"].split("say:", 1)[1]
+        usage = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
+        if req.get("stream"):
+            chunks = [{"id": "b", "object": "chat.completion.chunk", "model": "blind",
+                       "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
+                                    "finish_reason": "stop"}]},
+                      {"id": "b", "object": "chat.completion.chunk", "model": "blind",
+                       "choices": [], "usage": usage}]
+            body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+            self._send(200, body, "text/event-stream")
+            return
+        self._send(200, json.dumps({
+            "id": "b", "object": "chat.completion", "model": "blind",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "stop"}],
+            "usage": usage}))
+
+
+def test_cascade_checks_a_generic_upstreams_answer_against_the_schema(
+        brisk_bin, engines, tmp_path):
+    blind = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SchemaBlindUpstream)
+    threading.Thread(target=blind.serve_forever, daemon=True).start()
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text(f"""server: {{port: 0, http_threads: 2}}
+replicas: {{health_interval_s: 0.2, eject_s: 1}}
+tiers:
+  - name: small
+    prices: {{input: 0.1, cached_input: 0.02, output: 0.4}}
+    upstreams: [{{url: "http://127.0.0.1:{blind.server_address[1]}", type: openai}}]
+  - name: medium
+    prices: {{input: 1.0, cached_input: 0.2, output: 4.0}}
+    upstreams: [{engines["medium"].url}]
+routing:
+  default: cascade
+  cascade: {{tiers: [small, medium], escalate_on_invalid_json: true}}
+""")
+    gw = start_gateway(brisk_bin, cfg, tmp_path / "l.db")
+    try:
+        wait_models_known(gw, 2)
+
+        def ask(say, fmt=SCHEMA, **kw):
+            return tier_of(gw, "auto", [{"role": "user", "content": "say:" + say}],
+                           response_format=fmt, max_tokens=30, **kw)
+
+        # Parses, but "ok" is a string: the schema sends it to the engine tier,
+        # whose answer is generated under the schema.
+        tier, _, r = ask('{"ok": "yes"}')
+        assert tier == "medium"
+        assert isinstance(json.loads(r.choices[0].message.content)["ok"], bool)
+        assert r.usage.model_dump()["escalations"] == 1
+        # Valid in another layout than the engine's grammar writes: kept.
+        tier, _, r = ask('{ "ok" :\n true }')
+        assert (tier, r.choices[0].message.content) == ("small", '{ "ok" :\n true }')
+        # A property the schema forbids (additionalProperties: false).
+        assert ask('{"ok": true, "why": "x"}')[0] == "medium"
+        # Not JSON at all; and json_object accepts any object.
+        assert ask("sure! {ok}")[0] == "medium"
+        assert ask('{"anything": [1]}', fmt={"type": "json_object"})[0] == "small"
+        # Streamed: the buffered cheaper tier is judged the same way.
+        raw = client(gw).chat.completions.with_raw_response.create(
+            model="auto", messages=[{"role": "user", "content": 'say:{"ok": 1}'}],
+            response_format=SCHEMA, max_tokens=30, stream=True)
+        assert raw.headers["x-brisk-tier"] == "medium"
+        text = "".join(c.choices[0].delta.content or "" for c in raw.parse() if c.choices)
+        assert isinstance(json.loads(text)["ok"], bool)
+        time.sleep(0.2)
+        rows = sqlite_rows(tmp_path / "l.db")
+        assert [(r["tier"], r["escalations"]) for r in rows] == [
+            ("medium", 1), ("small", 0), ("medium", 1), ("medium", 1), ("small", 0),
+            ("medium", 1)]
+    finally:
+        gw.stop()
+        blind.shutdown()
 
 
 def test_cascade_escalates_on_low_confidence(gateway):
