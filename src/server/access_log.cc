@@ -55,9 +55,7 @@ std::string_view AccessEndpointName(api::Endpoint endpoint) {
   return endpoint == api::Endpoint::kCompletions ? "completions" : "chat.completions";
 }
 
-std::string_view AccessPriorityName(Priority priority) {
-  return PriorityName(priority);
-}
+std::string_view AccessPriorityName(Priority priority) { return PriorityName(priority); }
 
 std::string FormatAccessLogLine(const AccessLogRecord& r) {
   Json j;
@@ -66,7 +64,7 @@ std::string FormatAccessLogLine(const AccessLogRecord& r) {
   j["tenant"] = Cut(r.tenant);
   j["feature"] = Cut(r.feature);
   j["model"] = Cut(r.model);
-  j["endpoint"] = AccessEndpointName(r.endpoint);
+  j["endpoint"] = r.responses_api ? "responses" : AccessEndpointName(r.endpoint);
   j["status"] = r.status;
   j["outcome"] = AccessOutcomeName(r.outcome);
   j["stream"] = r.stream;

@@ -48,7 +48,7 @@ enum class AccessOutcome {
 
 // "ok", "cancelled", "rejected", "timeout", "error", "invalid".
 std::string_view AccessOutcomeName(AccessOutcome outcome);
-// "chat.completions", "completions".
+// "chat.completions", "completions" ("responses" is the record's responses_api).
 std::string_view AccessEndpointName(api::Endpoint endpoint);
 // "interactive", "batch".
 std::string_view AccessPriorityName(Priority priority);
@@ -65,7 +65,8 @@ struct AccessLogRecord {
   std::string feature;     // of the API key; "" = none
   std::string model;       // as the request named it
   api::Endpoint endpoint = api::Endpoint::kChatCompletions;
-  int status = 200;  // HTTP status sent (a stream that fails later keeps its 200)
+  bool responses_api = false;  // POST /v1/responses (on the chat path): logged as "responses"
+  int status = 200;            // HTTP status sent (a stream that fails later keeps its 200)
   AccessOutcome outcome = AccessOutcome::kOk;
   bool stream = false;
   Priority priority = Priority::kInteractive;

@@ -39,6 +39,16 @@ bool SameKey(std::string_view a, std::string_view b) {
 }  // namespace
 
 bool RouteMatches(std::string_view route_path, std::string_view path) {
+  if (const size_t hole = route_path.find("{}"); hole != std::string_view::npos) {
+    const std::string_view prefix = route_path.substr(0, hole);
+    const std::string_view suffix = route_path.substr(hole + 2);
+    if (path.size() <= prefix.size() + suffix.size() || !path.starts_with(prefix) ||
+        !path.ends_with(suffix))
+      return false;
+    const std::string_view segment =
+        path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
+    return segment.find('/') == std::string_view::npos;
+  }
   if (route_path.empty() || route_path.back() != '/') return route_path == path;
   if (path.size() <= route_path.size() || path.substr(0, route_path.size()) != route_path)
     return false;

@@ -46,7 +46,8 @@ std::optional<http::EarlyResponse> CheckHeaders(const HeaderGateConfig& cfg,
 
 // Whether a request path is a route's: the same path, or, for a route path ending in '/'
 // ("/v1/responses/"), that prefix followed by one non-empty segment without '/'
-// ("/v1/responses/resp_1", not "/v1/responses/" nor "/v1/responses/a/b").
+// ("/v1/responses/resp_1", not "/v1/responses/" nor "/v1/responses/a/b"); for a route
+// path with "{}" ("/v1/responses/{}/input_items"), one such segment in its place.
 bool RouteMatches(std::string_view route_path, std::string_view path);
 
 // A key_ok accepting exactly these keys (compared in time independent of where they differ);

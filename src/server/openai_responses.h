@@ -43,6 +43,9 @@ struct ResponsesRequest {
   std::string previous_response_id;  // "" = none
   // `input` as chat messages (no instructions).
   Json input_messages = Json::array();
+  // `input` as Responses items, each with an id (the client's, or a new
+  // one), as GET /v1/responses/{id}/input_items lists them.
+  Json input_items = Json::array();
   // The chat body without "messages" (model first).
   Json chat = Json::object();
   // Echoed in the response object: the request's values or OpenAI's defaults.
@@ -99,6 +102,19 @@ Json OutputToMessages(const Json& output);
 // One Responses stream event: "event: <type>\ndata: {"type", ...fields,
 // "sequence_number"}\n\n". `*seq` is the next sequence number; it advances.
 std::string ResponsesEvent(std::string_view type, Json fields, int64_t* seq);
+
+// GET /v1/responses/{id}/input_items?limit=&order=&after=: limit 1..100
+// (default 20), order asc | desc (default desc, newest first), after an item
+// id (the page starts past it); other parameters are ignored.
+struct InputItemsQuery {
+  int64_t limit = 20;
+  bool ascending = false;
+  std::string after;
+};
+std::variant<InputItemsQuery, ApiError> ParseInputItemsQuery(std::string_view query);
+// {"object": "list", "data", "first_id", "last_id", "has_more"}; a 404-shaped
+// error when `after` is not one of the items.
+std::variant<Json, ApiError> InputItemsPage(const Json& items, const InputItemsQuery& q);
 
 // 404 for an id that is not stored (or not the caller's), as OpenAI answers.
 ApiError ResponseNotFound(const std::string& id, std::string param = "");

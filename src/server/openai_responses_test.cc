@@ -1,5 +1,6 @@
 #include "server/openai_responses.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "server/header_gate.h"
@@ -157,6 +158,64 @@ TEST(OpenAiResponsesTest, EventsCarryTypeAndSequence) {
   EXPECT_NE(NewResponseId(), NewResponseId());
 }
 
+TEST(OpenAiResponsesTest, InputItemsKeepIdsAndGetNewOnes) {
+  auto r = Parse(R"({"model":"m","input":[
+      {"role":"user","content":"hi","id":"msg_client"},
+      {"type":"message","role":"assistant","content":"yo"},
+      {"type":"function_call","call_id":"c1","name":"w","arguments":"{}"},
+      {"type":"function_call_output","call_id":"c1","output":"sunny"}]})");
+  const Json& items = r.input_items;
+  ASSERT_EQ(items.size(), 4u);
+  EXPECT_EQ(items[0]["id"], "msg_client");
+  EXPECT_EQ(items[0]["content"][0], (Json{{"type", "input_text"}, {"text", "hi"}}));
+  EXPECT_EQ(items[1]["content"][0]["type"], "output_text");
+  EXPECT_EQ(items[1]["id"].get<std::string>().rfind("msg_", 0), 0u);
+  EXPECT_EQ(items[2]["type"], "function_call");
+  EXPECT_EQ(items[2]["id"].get<std::string>().rfind("fc_", 0), 0u);
+  EXPECT_EQ(items[3]["output"], "sunny");
+  EXPECT_EQ(items[3]["id"].get<std::string>().rfind("fco_", 0), 0u);
+  for (const Json& i : items) EXPECT_EQ(i["status"], "completed");
+  auto s = Parse(R"({"model":"m","input":"hello"})");
+  ASSERT_EQ(s.input_items.size(), 1u);
+  EXPECT_EQ(s.input_items[0]["role"], "user");
+  EXPECT_EQ(s.input_items[0]["content"][0]["text"], "hello");
+}
+
+TEST(OpenAiResponsesTest, InputItemsPages) {
+  Json items = Json::array();
+  for (int i = 0; i < 5; ++i) items.push_back({{"id", fmt::format("i{}", i)}});
+  auto page = [&](std::string_view q) {
+    auto parsed = ParseInputItemsQuery(q);
+    EXPECT_TRUE(std::holds_alternative<InputItemsQuery>(parsed)) << q;
+    auto p = InputItemsPage(items, std::get<InputItemsQuery>(parsed));
+    EXPECT_TRUE(std::holds_alternative<Json>(p)) << q;
+    return std::get<Json>(p);
+  };
+  Json all = page("");  // newest first
+  EXPECT_EQ(all["object"], "list");
+  EXPECT_EQ(all["first_id"], "i4");
+  EXPECT_EQ(all["last_id"], "i0");
+  EXPECT_FALSE(all["has_more"]);
+  Json two = page("order=asc&limit=2");
+  EXPECT_EQ(two["data"].size(), 2u);
+  EXPECT_EQ(two["last_id"], "i1");
+  EXPECT_TRUE(two["has_more"]);
+  Json next = page("order=asc&limit=2&after=i1&include=x");
+  EXPECT_EQ(next["first_id"], "i2");
+  EXPECT_TRUE(next["has_more"]);
+  Json tail = page("order=asc&after=i4");
+  EXPECT_TRUE(tail["data"].empty());
+  EXPECT_TRUE(tail["first_id"].is_null());
+  for (const char* bad : {"limit=0", "limit=101", "limit=x", "limit=", "order=up"}) {
+    auto parsed = ParseInputItemsQuery(bad);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(parsed)) << bad;
+    EXPECT_EQ(std::get<ApiError>(parsed).http_status, 400);
+  }
+  auto missing = InputItemsPage(items, InputItemsQuery{.after = "nope"});
+  ASSERT_TRUE(std::holds_alternative<ApiError>(missing));
+  EXPECT_EQ(std::get<ApiError>(missing).http_status, 404);
+}
+
 TEST(OpenAiResponsesTest, RouteMatchesOneIdSegment) {
   EXPECT_TRUE(RouteMatches("/v1/responses", "/v1/responses"));
   EXPECT_FALSE(RouteMatches("/v1/responses", "/v1/responses/x"));
@@ -164,6 +223,10 @@ TEST(OpenAiResponsesTest, RouteMatchesOneIdSegment) {
   EXPECT_FALSE(RouteMatches("/v1/responses/", "/v1/responses/"));
   EXPECT_FALSE(RouteMatches("/v1/responses/", "/v1/responses/a/b"));
   EXPECT_FALSE(RouteMatches("/v1/responses/", "/v1/responsesx"));
+  EXPECT_TRUE(RouteMatches("/v1/responses/{}/input_items", "/v1/responses/r1/input_items"));
+  EXPECT_FALSE(RouteMatches("/v1/responses/{}/input_items", "/v1/responses//input_items"));
+  EXPECT_FALSE(RouteMatches("/v1/responses/{}/input_items", "/v1/responses/a/b/input_items"));
+  EXPECT_FALSE(RouteMatches("/v1/responses/{}/input_items", "/v1/responses/r1/input_itemsx"));
   HeaderGateConfig g;
   g.routes.push_back({"/v1/responses/", {"GET", "DELETE"}, false, true});
   http::Request head;

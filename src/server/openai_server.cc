@@ -101,6 +101,7 @@ const OpenAiServer::Route OpenAiServer::kRoutes[] = {
     {"/v1/completions", "POST", true, true, &OpenAiServer::Completions},
     {"/v1/responses", "POST", true, true, &OpenAiServer::Responses},
     {"/v1/responses/", "GET DELETE", false, true, &OpenAiServer::ResponseById},  // + {id}
+    {"/v1/responses/{}/input_items", "GET", false, true, &OpenAiServer::ResponseById},
     {"/tokenize", "POST", true, true, &OpenAiServer::TokenizeRoute},
     {"/detokenize", "POST", true, true, &OpenAiServer::DetokenizeRoute},
 };
@@ -461,6 +462,7 @@ void OpenAiServer::LogAccess(const http::Request& req, int endpoint, const std::
   }
   r.model = prep_.model_id;
   r.endpoint = endpoint == 1 ? api::Endpoint::kCompletions : api::Endpoint::kChatCompletions;
+  r.responses_api = endpoint == 2;
   r.status = s.http_status;
   r.outcome = OutcomeOf(s.outcome);
   r.prompt_tokens = s.usage.prompt_tokens;

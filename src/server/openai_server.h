@@ -102,6 +102,7 @@ class OpenAiServer {
                      Clock::time_point arrival, const boost::asio::any_io_executor& strand);
   void Reject(const api::ApiError& e, const char* outcome, http::Responder& res,
               http::Headers extra = {});
+  // endpoint: 0 chat completions, 1 completions, 2 responses.
   void LogAccess(const http::Request& req, int endpoint, const std::string& id,
                  const PreparedRequest* prep, const ResponseSummary& summary);
 

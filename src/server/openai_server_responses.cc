@@ -4,6 +4,7 @@
 // ResponsesStream; GET / DELETE /v1/responses/{id} read the ResponseStore.
 #include <boost/asio/post.hpp>
 
+#include "server/openai_fields.h"
 #include "server/openai_responses.h"
 #include "server/openai_server.h"
 #include "server/responses_stream.h"
@@ -32,7 +33,24 @@ void OpenAiServer::RunResponseById(const http::Request& req, http::Responder& re
   if (auto* e = std::get_if<api::ApiError>(&caller))
     return res.Send(e->http_status, json, api::ErrorBody(*e));
   const std::string& tenant = std::get<Caller>(caller).tenant;
-  const std::string id = req.path.substr(kResponsesPrefix.size());
+  std::string id = req.path.substr(kResponsesPrefix.size());
+  constexpr std::string_view kInputItems = "/input_items";
+  if (id.size() > kInputItems.size() && id.ends_with(kInputItems)) {
+    id.resize(id.size() - kInputItems.size());
+    const size_t qmark = req.target.find('?');
+    auto query = api::ParseInputItemsQuery(qmark == std::string::npos
+                                               ? std::string_view()
+                                               : std::string_view(req.target).substr(qmark + 1));
+    if (auto* e = std::get_if<api::ApiError>(&query))
+      return res.Send(e->http_status, json, api::ErrorBody(*e));
+    auto stored = responses_.Get(tenant, id);
+    if (!stored) return res.Send(404, json, api::ErrorBody(api::ResponseNotFound(id)));
+    auto page = api::InputItemsPage(stored->input_items, std::get<api::InputItemsQuery>(query));
+    if (auto* e = std::get_if<api::ApiError>(&page))
+      return res.Send(e->http_status, json, api::ErrorBody(*e));
+    return res.Send(200, json,
+                    std::get<Json>(page).dump(-1, ' ', false, Json::error_handler_t::replace));
+  }
   if (req.method == "DELETE") {
     if (!responses_.Erase(tenant, id))
       return res.Send(404, json, api::ErrorBody(api::ResponseNotFound(id)));
@@ -54,7 +72,7 @@ void OpenAiServer::RunResponses(const http::Request& req, std::shared_ptr<http::
     s.http_status = e.http_status;
     s.outcome = outcome;
     s.total_s = std::chrono::duration<double>(Clock::now() - arrival).count();
-    LogAccess(req, 0, "", nullptr, s);
+    LogAccess(req, 2, "", nullptr, s);
   };
   auto caller = Authenticate(config_, req.Header("Authorization"));
   if (auto* e = std::get_if<api::ApiError>(&caller)) return reject(*e);
@@ -122,7 +140,7 @@ void OpenAiServer::RunResponses(const http::Request& req, std::shared_ptr<http::
         --active_;
         if (pr->constraint && s.finish_reason == "length")
           metrics_->structured_output_failures["length"]->Inc();
-        LogAccess(*head, 0, id, pr.get(), s);
+        LogAccess(*head, 2, id, pr.get(), s);
       });
   if (pr->prompts.size() != 1) return stream->FailSubmit(Internal("expected one prompt"));
   auto request_id = engine_.Submit(

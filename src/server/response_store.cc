@@ -20,13 +20,18 @@ void ResponseStore::Remove(TenantLru& lru,
 }
 
 bool ResponseStore::Put(const std::string& tenant, const std::string& id,
-                        nlohmann::ordered_json response, nlohmann::ordered_json messages) {
+                        nlohmann::ordered_json response, nlohmann::ordered_json messages,
+                        nlohmann::ordered_json input_items) {
   auto entry = std::make_shared<StoredResponse>();
   entry->id = id;
   // Counted as the JSON text they would be sent as: close to what they hold.
-  entry->bytes = id.size() + response.dump().size() + messages.dump().size();
+  const auto text_size = [](const nlohmann::ordered_json& j) {
+    return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).size();
+  };
+  entry->bytes = id.size() + text_size(response) + text_size(messages) + text_size(input_items);
   entry->response = std::move(response);
   entry->messages = std::move(messages);
+  entry->input_items = std::move(input_items);
   entry->stored_at = Now();
   std::lock_guard lock(mu_);
   TenantLru& lru = tenants_[tenant];

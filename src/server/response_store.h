@@ -32,7 +32,10 @@ struct StoredResponse {
   // the previous response's conversation, this request's input, this
   // response's output. A follow-up starts from it.
   nlohmann::ordered_json messages;
-  size_t bytes = 0;  // JSON text of both, what the byte bound counts
+  // This request's input as Responses items, each with its id, for
+  // GET /v1/responses/{id}/input_items.
+  nlohmann::ordered_json input_items = nlohmann::ordered_json::array();
+  size_t bytes = 0;  // JSON text of all three, what the byte bound counts
   std::chrono::steady_clock::time_point stored_at;
 };
 
@@ -53,7 +56,8 @@ class ResponseStore {
   // older entries of the tenant are evicted until both bounds hold. An entry
   // larger than max_bytes on its own is not stored (returns false).
   bool Put(const std::string& tenant, const std::string& id, nlohmann::ordered_json response,
-           nlohmann::ordered_json messages);
+           nlohmann::ordered_json messages,
+           nlohmann::ordered_json input_items = nlohmann::ordered_json::array());
   // The entry, marked most recently used; null when absent, expired or
   // another tenant's.
   std::shared_ptr<const StoredResponse> Get(const std::string& tenant, const std::string& id);

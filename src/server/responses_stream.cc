@@ -256,7 +256,8 @@ void ResponsesStream::Complete(bool cut) {
     Json conversation = opts_.history;
     for (const Json& msg : opts_.request->input_messages) conversation.push_back(msg);
     for (Json& msg : api::OutputToMessages(output)) conversation.push_back(std::move(msg));
-    opts_.store->Put(opts_.tenant, opts_.id, response, std::move(conversation));
+    opts_.store->Put(opts_.tenant, opts_.id, response, std::move(conversation),
+                     opts_.request->input_items);
   }
   ResponseSummary s;
   s.outcome = "ok";

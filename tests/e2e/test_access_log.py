@@ -60,3 +60,15 @@ def test_access_log_lines(make_server):
         ("completions", True, "batch", 3)
     assert (recs[2]["status"], recs[2]["outcome"]) == (401, "rejected")
     assert (recs[3]["status"], recs[3]["outcome"]) == (400, "invalid")
+
+
+def test_responses_api_is_logged_as_responses(make_server):
+    s = make_server(config_text=CONFIG)
+    c = s.client(api_key="sk-acme")
+    r = c.responses.create(model=MODEL_ID, input="Hi", max_output_tokens=4)
+    with pytest.raises(openai.BadRequestError):
+        c.responses.create(model=MODEL_ID, input="Hi", max_output_tokens=0)
+    recs = wait_for(s, 2)
+    assert [(x["endpoint"], x["status"]) for x in recs] == [("responses", 200),
+                                                             ("responses", 400)]
+    assert recs[0]["request_id"] == r.id and recs[0]["output_tokens"] == r.usage.output_tokens

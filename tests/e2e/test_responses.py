@@ -1,5 +1,5 @@
 """OpenAI's Responses API (POST /v1/responses, GET / DELETE
-/v1/responses/{id}) end to end with the real `openai` client against `brisk
+/v1/responses/{id}, GET /v1/responses/{id}/input_items) end to end with the real `openai` client against `brisk
 serve` on the default model: plain and instructed requests, the streamed
 event sequence, text.format json_schema, previous_response_id follow-ups,
 the store (retrieve, delete, 404s, tenants kept apart), max_output_tokens
@@ -120,6 +120,34 @@ def test_previous_response_id_follow_up(brisk_server):
     # store=False: nothing to continue from.
     with pytest.raises(openai.NotFoundError):
         c.responses.retrieve(alone.id)
+
+
+def test_input_items_list_pages_and_404s(brisk_server):
+    c = brisk_server.client()
+    r = c.responses.create(model=MODEL_ID, max_output_tokens=4, input=[
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "input_text", "text": "Hi"}]},
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "Bye"}])
+    items = c.responses.input_items.list(r.id)  # newest first, as OpenAI lists them
+    texts = [i.content[0].text for i in items.data]
+    assert texts == ["Bye", "Hello!", "Hi", "Be brief."]
+    assert all(i.type == "message" and i.id.startswith("msg_") for i in items.data)
+    page = c.responses.input_items.list(r.id, order="asc", limit=2)
+    assert [i.content[0].text for i in page.data] == ["Be brief.", "Hi"]
+    assert page.has_more and page.last_id == page.data[1].id
+    rest = c.responses.input_items.list(r.id, order="asc", after=page.last_id)
+    assert [i.content[0].text for i in rest.data] == ["Hello!", "Bye"] and not rest.has_more
+    # Auto-pagination of the SDK walks the same pages.
+    assert [i.id for i in c.responses.input_items.list(r.id, order="asc", limit=1)] == \
+        [i.id for i in reversed(items.data)]
+    with pytest.raises(openai.BadRequestError):
+        c.responses.input_items.list(r.id, limit=500)
+    with pytest.raises(openai.NotFoundError):
+        c.responses.input_items.list("resp_nope")
+    c.responses.delete(r.id)
+    with pytest.raises(openai.NotFoundError):
+        c.responses.input_items.list(r.id)
 
 
 def test_retrieve_delete_and_unknown_ids(brisk_server):
