@@ -3,15 +3,41 @@
 #include <fmt/format.h>
 
 #include <random>
+#include <vector>
 
 namespace brisk::api {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json CallSchema(const ToolDef& t) {
+// A tool's parameters are a schema of their own: a local "$ref" ("#",
+// "#/$defs/X") means a place inside them. Nested at `at` (a JSON pointer) in
+// the tool-call schema, each such ref gets that prefix so it still resolves.
+void RebaseRefs(Json* params, const std::string& at) {
+  std::vector<Json*> stack = {params};
+  while (!stack.empty()) {
+    Json* node = stack.back();
+    stack.pop_back();
+    if (node->is_object()) {
+      auto ref = node->find("$ref");
+      if (ref != node->end() && ref->is_string()) {
+        const std::string& r = ref->get_ref<const std::string&>();
+        if (!r.empty() && r[0] == '#' && (r.size() == 1 || r[1] == '/'))
+          *ref = "#" + at + r.substr(1);
+      }
+    }
+    if (node->is_structured()) {
+      for (Json& child : *node) stack.push_back(&child);
+    }
+  }
+}
+
+// The schema of one call ({"name": const, "arguments": parameters}), placed
+// at `at` in the whole tool-call schema.
+Json CallSchema(const ToolDef& t, const std::string& at) {
   Json params = Json::parse(t.parameters, nullptr, false);
   if (params.is_discarded()) params = Json::object();
+  RebaseRefs(&params, at + "/properties/arguments");
   Json props = Json::object();
   props["name"] = Json{{"const", t.name}};
   props["arguments"] = std::move(params);
@@ -27,18 +53,21 @@ Json CallSchema(const ToolDef& t) {
 
 std::string ToolCallSchema(const std::vector<ToolDef>& tools, const std::string* named,
                            bool parallel) {
+  const bool array = parallel && !named;
+  const std::string base = array ? "/items" : "";
   Json one;
   if (named) {
     for (const ToolDef& t : tools)
-      if (t.name == *named) one = CallSchema(t);
+      if (t.name == *named) one = CallSchema(t, base);
   } else if (tools.size() == 1) {
-    one = CallSchema(tools[0]);
+    one = CallSchema(tools[0], base);
   } else {
     Json any = Json::array();
-    for (const ToolDef& t : tools) any.push_back(CallSchema(t));
+    for (size_t i = 0; i < tools.size(); ++i)
+      any.push_back(CallSchema(tools[i], fmt::format("{}/anyOf/{}", base, i)));
     one = Json{{"anyOf", std::move(any)}};
   }
-  if (!parallel || named) return one.dump();
+  if (!array) return one.dump();
   return Json{{"type", "array"}, {"items", std::move(one)}, {"minItems", 1}}.dump();
 }
 

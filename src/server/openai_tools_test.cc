@@ -114,6 +114,39 @@ TEST(OpenAiToolsSchema, OneCallAnyToolOrAList) {
   }
 }
 
+// Found by vLLM's function-calling tests: a tool whose parameters refer to
+// their own $defs ("#/$defs/...") must still resolve once nested in the
+// tool-call schema, in every shape that schema takes.
+TEST(OpenAiToolsSchema, LocalRefsInParametersStillResolve) {
+  const char* with_defs = R"({"type":"function","function":{"name":"weather",
+      "parameters":{"type":"object","$defs":{"Opts":{"type":"object",
+        "properties":{"unit":{"enum":["c","f"]},"more":{"anyOf":[{"$ref":"#/$defs/Opts"},
+        {"type":"null"}]}}}},
+      "properties":{"city":{"type":"string"},"options":{"$ref":"#/$defs/Opts"},
+                    "self":{"anyOf":[{"$ref":"#"},{"type":"null"}]}},
+      "required":["city"]}}})";
+  ApiRequest r =
+      MustParse(kChat, ChatWith(std::string(R"("tools":[)") + with_defs + "," + kWeather + "]"));
+  const auto& tools = r.tools->tools;
+  const std::string name = "weather";
+  std::vector<std::vector<ToolDef>> sets = {tools, {tools[0]}};
+  for (const auto& set : sets) {
+    for (bool parallel : {false, true}) {
+      for (const std::string* named : {static_cast<const std::string*>(nullptr), &name}) {
+        const std::string schema = ToolCallSchema(set, named, parallel);
+        auto c = CompileJsonSchemaText(schema);
+        EXPECT_TRUE(c.ok()) << c.status().ToString() << "\n" << schema;
+      }
+    }
+  }
+  Json one = Json::parse(ToolCallSchema(tools, nullptr, true));
+  EXPECT_EQ(one["items"]["anyOf"][0]["properties"]["arguments"]["properties"]["options"]["$ref"],
+            "#/items/anyOf/0/properties/arguments/$defs/Opts");
+  EXPECT_EQ(
+      one["items"]["anyOf"][0]["properties"]["arguments"]["properties"]["self"]["anyOf"][0]["$ref"],
+      "#/items/anyOf/0/properties/arguments");
+}
+
 TEST(OpenAiToolsSchema, CallIds) {
   const std::string a = NewToolCallId(), b = NewToolCallId();
   EXPECT_EQ(a.rfind("call_", 0), 0u);
