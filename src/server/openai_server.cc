@@ -407,6 +407,7 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
   o.tokenizer = &prep_.renderer->tokenizer();
   o.render_special = pr->render_special;
   o.echo_prompts = pr->echo_prompts;
+  o.echo_token_prompts = pr->echo_token_prompts;
   o.tool_calls = !pr->tool_choice.empty() && pr->tool_choice != "none";
   o.tool_call_array = pr->tool_call_array;
   if (!pr->tool_choice.empty())

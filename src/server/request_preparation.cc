@@ -321,12 +321,15 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
     out.unenforced_keywords = std::move(pc.unenforced);
   }
   for (auto& tokens : std::get<std::vector<std::vector<int32_t>>>(prompts)) {
-    // Echo: text prompts as given, token-id prompts (after them) decoded.
+    // Echo: text prompts as given, token-id prompts (after them) decoded
+    // with their special tokens: the prompt as sent (skip_special_tokens is
+    // about the generated text).
     if (ar.echo) {
+      out.echo_token_prompts = ar.prompts.empty();
       const size_t i = out.prompts.size();
       out.echo_prompts.push_back(
           i < ar.prompts.size() ? ar.prompts[i]
-                                : ctx.renderer->tokenizer().Decode(tokens, ar.skip_special_tokens));
+                                : ctx.renderer->tokenizer().Decode(tokens, /*skip_special=*/false));
     }
     auto max_tokens = MaxTokensFor(ctx, ar, static_cast<int64_t>(tokens.size()));
     if (auto* e = std::get_if<api::ApiError>(&max_tokens)) return *e;

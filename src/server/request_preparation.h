@@ -60,6 +60,9 @@ struct PreparedRequest {
   bool render_special = false;
   // Completions' echo: each prompt's text (token-id prompts decoded).
   std::vector<std::string> echo_prompts;
+  // The prompts were token ids: echoed with their special tokens, in the
+  // text and in the prompt's logprob records.
+  bool echo_token_prompts = false;
   // Tools: the tool_choice that applies ("" without tools, "none",
   // "required", "named"; "auto" resolves to none or required, see
   // openai_tools.h). Unless "none", `constraint` is the tool-call grammar and

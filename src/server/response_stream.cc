@@ -242,7 +242,10 @@ nlohmann::ordered_json ResponseStream::LogprobsJson(int index, std::span<const T
     return api::ChatLogprobs(api::ChatLogprobContent(generated, tok, opts_.render_special));
   nlohmann::ordered_json j;
   int64_t* offset = &text_offset_[static_cast<size_t>(index)];
-  api::AppendCompletionLogprobs(prompt, tok, opts_.render_special, true, offset, &j);
+  // Token-id prompts are echoed as sent, special tokens included (as vLLM
+  // does); a text prompt's added BOS stays unnamed, as in its echoed text.
+  api::AppendCompletionLogprobs(prompt, tok, opts_.render_special || opts_.echo_token_prompts, true,
+                                offset, &j);
   api::AppendCompletionLogprobs(generated, tok, opts_.render_special, false, offset, &j);
   return j;
 }

@@ -64,6 +64,7 @@ class ResponseStream {
     // Completions' echo: each prompt's text, put before its choices' text
     // (with logprobs, its tokens' records, from the engine, before theirs).
     std::vector<std::string> echo_prompts;
+    bool echo_token_prompts = false;  // see PreparedRequest::echo_token_prompts
     // Chat with a forced tool call (openai_tools.h): the output is parsed
     // into message.tool_calls / tool_calls deltas (finish_reason
     // "tool_calls"); tool_call_array: a JSON array of calls.

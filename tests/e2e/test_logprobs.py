@@ -3,7 +3,9 @@ end to end with the real `openai` client against `brisk serve` on the default
 model. Logprobs are of the raw model distribution (vLLM's default
 logprobs_mode=raw_logprobs): before temperature, penalties, logit_bias and
 grammar masks."""
+import json
 import math
+import urllib.request
 
 import openai
 import pytest
@@ -165,6 +167,23 @@ def test_echo_with_logprobs_scores_the_prompt(brisk_server):
                                       temperature=0, echo=True, logprobs=5)
     assert again.choices[0].logprobs.token_logprobs[1:i + 1] == pytest.approx(
         lp.token_logprobs[1:i + 1], abs=1e-4)
+
+
+def test_echo_of_token_ids_keeps_special_tokens(brisk_server):
+    # vLLM's test_echo_logprob_completion: the prompt comes back as sent,
+    # special tokens included, and its tokens are named in the logprobs.
+    client = brisk_server.client()
+    req = urllib.request.Request(brisk_server.url + "/detokenize",
+                                 data=json.dumps({"tokens": [0]}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        eot = json.load(resp)["prompt"]
+    assert eot == "<|endoftext|>"
+    r = client.completions.create(model=MODEL_ID, prompt=[0, 0, 0], max_tokens=2,
+                                  temperature=0, echo=True, logprobs=1)
+    assert r.choices[0].text.startswith(eot * 3)
+    assert r.choices[0].logprobs.tokens[:3] == [eot] * 3
+    check_legacy(r.choices[0].logprobs, r.choices[0].text, first_null=True)
 
 
 def test_echo_streaming(brisk_server):
