@@ -155,8 +155,13 @@ void ResponseStream::StreamOutput(int index, int prompt_index, const SequenceOut
   const api::Usage* usage = UsageSoFar();
   if (!role_sent_[index] && o.endpoint == api::Endpoint::kChatCompletions) {
     role_sent_[index] = 1;
-    res_->Write(api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index, "assistant", "",
-                              std::nullopt, usage));
+    // A forced tool call has no text: its first delta says content null, as
+    // OpenAI's does (clients such as llama.cpp's tests refuse "" there).
+    res_->Write(o.tool_calls ? api::SseDeltaChunk(o.id, o.model_id, o.created_unix, index,
+                                                  {{"role", "assistant"}, {"content", nullptr}},
+                                                  std::nullopt, usage)
+                             : api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index,
+                                             "assistant", "", std::nullopt, usage));
   }
   if (o.tool_calls) return StreamToolCalls(index, out, usage);
   // Each chunk carries the records of the tokens whose text it sends; the
@@ -214,7 +219,12 @@ void ResponseStream::FinishToolCalls(api::Choice& ch) {
   api::ToolCallParser p(opts_.tool_call_array);
   std::vector<api::ToolCallDelta> deltas;
   p.Feed(ch.text, &deltas);
-  if (!p.complete()) return;  // cut off: the text stays content
+  if (!p.complete()) {
+    // Cut off (finish_reason "length"): the call's unfinished JSON is the
+    // grammar's wrapper, not text the model wrote for the client.
+    ch.text.clear();
+    return;
+  }
   nlohmann::ordered_json calls = nlohmann::ordered_json::array();
   for (const api::ToolCallDelta& d : deltas) {
     if (!d.name.empty()) {

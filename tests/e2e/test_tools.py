@@ -72,7 +72,7 @@ def test_streaming_tool_call_deltas_assemble(brisk_server):
             model=MODEL_ID, messages=ASK, tools=TOOLS, tool_choice="required", max_tokens=120,
             temperature=0, stream=True):
         for c in chunk.choices:
-            assert not c.delta.content
+            assert c.delta.content is None  # null, not "", from the first (role) delta on
             for d in c.delta.tool_calls or []:
                 entry = calls.setdefault(d.index, {"id": None, "name": None, "args": ""})
                 if d.id:
@@ -85,6 +85,24 @@ def test_streaming_tool_call_deltas_assemble(brisk_server):
     for entry in calls.values():
         assert entry["id"].startswith("call_")
         jsonschema.validate(json.loads(entry["args"]), SCHEMAS[entry["name"]])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_cut_off_tool_call_leaks_no_wrapper_text(brisk_server, stream):
+    # vLLM's test_max_tokens_with_tool_choice_required: a forced call cut off
+    # by max tokens ends with "length" and no content (the unfinished call is
+    # the grammar's JSON, not text for the client).
+    r = brisk_server.client().chat.completions.create(
+        model=MODEL_ID, messages=ASK, tools=TOOLS, tool_choice="required", max_tokens=2,
+        temperature=0, stream=stream)
+    if stream:
+        chunks = list(r)
+        assert all(not c.delta.content for ch in chunks for c in ch.choices)
+        assert [c.finish_reason for ch in chunks for c in ch.choices][-1] == "length"
+    else:
+        assert r.choices[0].finish_reason == "length"
+        assert not r.choices[0].message.content
+        assert not r.choices[0].message.tool_calls
 
 
 def test_agent_loop_call_result_answer(brisk_server):
