@@ -32,6 +32,7 @@ constexpr std::string_view kPrecisions[] = {"native", "f32",  "f16",  "bf16", "q
                                             "q4_0",   "int8", "int4", "fp8"};
 
 constexpr std::string_view kUnknownFieldModes[] = {"reject", "ignore"};
+constexpr std::string_view kModelNameModes[] = {"exact", "any"};
 
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
 
@@ -90,6 +91,7 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"drain_grace_s", r.Seconds(&v.drain_grace_s, false, kDay)},
            {"metrics_require_key", r.Bool(&v.metrics_require_key)},
            {"unknown_request_fields", r.OneOf(&v.unknown_request_fields, kUnknownFieldModes)},
+           {"model_names", r.OneOf(&v.model_names, kModelNameModes)},
        }},
       {"limits",
        {

@@ -70,6 +70,10 @@ struct InferenceConfig {
     // OpenAI) or "ignore" (skipped, listed in the x-brisk-ignored-fields
     // response header and counted in brisk:ignored_request_fields_total).
     std::string unknown_request_fields = "reject";
+    // A request's "model" naming another model than the one served: "exact"
+    // (404 model_not_found, as OpenAI and vLLM) or "any" (served anyway, as
+    // llama-server does). A request without "model" is served either way.
+    std::string model_names = "exact";
     bool operator==(const Server&) const = default;
   } server;
   struct Limits {

@@ -179,7 +179,7 @@ TEST(ConfigTest, UnknownKey) {
   EXPECT_EQ(ErrorOf("server:\n  host: x\n  colour: blue\n"),
             "inference.yaml:3: unknown key 'colour' in 'server' (allowed: host, port, "
             "http_threads, max_body_bytes, request_timeout_s, idle_timeout_s, max_connections, "
-            "drain_grace_s, metrics_require_key, unknown_request_fields)");
+            "drain_grace_s, metrics_require_key, unknown_request_fields, model_names)");
   EXPECT_EQ(ErrorOf("modle: {}\n"),
             "inference.yaml:1: unknown top-level key 'modle' (allowed: model, scheduler, cache, "
             "response, server, limits, logging, keys); did you mean 'model'?");

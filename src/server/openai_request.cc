@@ -359,8 +359,12 @@ Problem ParseInto(Endpoint ep, std::string_view body_text, const ParseOptions& o
   req->endpoint = ep;
 
   const Json* model = Get(body, "model");
-  if (!model) return Missing("model");
-  BRISK_API_TRY(ReadString(*model, "model", &req->model));
+  if (!model && options.default_model.empty()) return Missing("model");
+  if (model) {
+    BRISK_API_TRY(ReadString(*model, "model", &req->model));
+  } else {
+    req->model = options.default_model;
+  }
   if (req->model.empty()) return Bad("model", "invalid_value", "'model' must not be empty");
 
   if (chat) {

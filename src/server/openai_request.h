@@ -191,6 +191,9 @@ struct ParseOptions {
   // skipped and listed in ApiRequest::ignored_fields (for clients written
   // for vLLM or llama-server that send their own extensions).
   bool ignore_unknown_fields = false;
+  // The model of a request without "model" ("" = it is a 400, as OpenAI);
+  // the server passes the one it serves, as vLLM and llama-server do.
+  std::string default_model{};
 };
 
 struct ApiError {

@@ -282,10 +282,15 @@ Problem ReadOffOnly(const Json& body, std::string_view k, const Json& v) {
   return Unsupported(std::string(k), fmt::format("'{}' is not supported by this server", k));
 }
 
-Problem Translate(const Json& body, ResponsesRequest* r, std::vector<std::string>* ignored) {
+Problem Translate(const Json& body, const std::string& default_model, ResponsesRequest* r,
+                  std::vector<std::string>* ignored) {
   const Json* model = Get(body, "model");
-  if (!model) return Missing("model");
-  BRISK_API_TRY(ReadString(*model, "model", &r->model));
+  if (!model && default_model.empty()) return Missing("model");
+  if (model) {
+    BRISK_API_TRY(ReadString(*model, "model", &r->model));
+  } else {
+    r->model = default_model;
+  }
   r->chat["model"] = r->model;
   constexpr const char* kOffOnly[] = {"background", "truncation", "include", "reasoning",
                                       "top_logprobs"};
@@ -353,7 +358,8 @@ std::variant<ResponsesRequest, ApiError> ParseResponsesRequest(std::string_view 
   Json doc;
   if (Problem p = ParseBodyObject(body, &doc)) return *p;
   ResponsesRequest r;
-  if (Problem p = Translate(doc, &r, options.ignore_unknown_fields ? &r.ignored_fields : nullptr))
+  if (Problem p = Translate(doc, options.default_model, &r,
+                            options.ignore_unknown_fields ? &r.ignored_fields : nullptr))
     return *p;
   return r;
 }

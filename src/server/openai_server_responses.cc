@@ -77,8 +77,9 @@ void OpenAiServer::RunResponses(const http::Request& req, std::shared_ptr<http::
   auto caller = Authenticate(config_, req.Header("Authorization"));
   if (auto* e = std::get_if<api::ApiError>(&caller)) return reject(*e);
   const std::string tenant = std::get<Caller>(caller).tenant;
-  const api::ParseOptions po{.ignore_unknown_fields =
-                                 config_.server.unknown_request_fields == "ignore"};
+  const api::ParseOptions po{
+      .ignore_unknown_fields = config_.server.unknown_request_fields == "ignore",
+      .default_model = prep_.model_id};
   auto parsed = api::ParseResponsesRequest(req.body, po);
   if (auto* e = std::get_if<api::ApiError>(&parsed)) return reject(*e);
   auto rr =

@@ -256,11 +256,13 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
   auto caller = Authenticate(config, req.Header("Authorization"));
   if (auto* e = std::get_if<api::ApiError>(&caller)) return *e;
 
-  const api::ParseOptions options{.ignore_unknown_fields =
-                                      config.server.unknown_request_fields == "ignore"};
+  const api::ParseOptions options{
+      .ignore_unknown_fields = config.server.unknown_request_fields == "ignore",
+      .default_model = ctx.model_id};
   auto parsed = api::ParseRequest(endpoint, req.body, options);
   if (auto* e = std::get_if<api::ApiError>(&parsed)) return *e;
   api::ApiRequest& ar = std::get<api::ApiRequest>(parsed);
+  if (ar.model != ctx.model_id && config.server.model_names == "any") ar.model = ctx.model_id;
   if (ar.model != ctx.model_id)
     return MakeApiError(
         404, "invalid_request_error",

@@ -32,7 +32,7 @@ Problem ReadCommon(const PreparationContext& ctx, std::string_view text,
   if (const Json* m = Get(*body, "model")) {
     std::string model;
     BRISK_API_TRY(ReadString(*m, "model", &model));
-    if (!model.empty() && model != ctx.model_id) {
+    if (!model.empty() && model != ctx.model_id && ctx.config->server.model_names != "any") {
       return MakeApiError(404, "invalid_request_error",
                           "The model '" + Snippet(model) +
                               "' does not exist; this server serves '" + ctx.model_id + "'",

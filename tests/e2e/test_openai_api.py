@@ -13,6 +13,16 @@ def chat(client, content, **kw):
         model=MODEL_ID, messages=[{"role": "user", "content": content}], **kw)
 
 
+def post_raw(server, path, body):
+    req = urllib.request.Request(server.url + path, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
 def test_models_health_ready(brisk_server):
     models = brisk_server.client().models.list()
     assert [m.id for m in models.data] == [MODEL_ID]
@@ -131,6 +141,20 @@ def test_user_and_priority_fields(brisk_server):
     assert r.choices[0].message.content is not None
     r = chat(c, "Hi", max_tokens=2, extra_headers={"X-Priority": "interactive"})
     assert r.usage.completion_tokens >= 1
+
+
+def test_model_may_be_left_out_and_any_name_served_when_configured(brisk_server, make_server):
+    # As vLLM and llama-server: no "model" means the served one.
+    status, body = post_raw(brisk_server, "/v1/chat/completions",
+                            {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
+    assert status == 200 and body["model"] == MODEL_ID
+    status, body = post_raw(brisk_server, "/v1/responses", {"input": "Hi",
+                                                             "max_output_tokens": 2})
+    assert status == 200 and body["model"] == MODEL_ID
+    # server.model_names: any serves every name, as llama-server does.
+    s = make_server(config_text="server: {model_names: any}\n")
+    r = s.client().completions.create(model="gpt-3.5-turbo-instruct", prompt="Hi", max_tokens=2)
+    assert r.model == MODEL_ID
 
 
 def test_errors_have_openai_shape(brisk_server):

@@ -538,7 +538,7 @@ def _j(**kw):
 
 
 BAD_FIELDS = {
-    "model_missing": ("/v1/chat/completions", _j(messages=HELLO), 400, None),
+    "model_empty": ("/v1/chat/completions", _j(model="", messages=HELLO), 400, None),
     "messages_missing": ("/v1/chat/completions", _j(model=MODEL_ID), 400, None),
     "prompt_missing": ("/v1/completions", _j(model=MODEL_ID), 400, None),
     "model_not_string": ("/v1/chat/completions", _j(model=5, messages=HELLO), 400, None),
