@@ -1,4 +1,5 @@
-// libFuzzer target (BRISK_FUZZ=ON): any byte string, sent to either endpoint
+// libFuzzer target (BRISK_FUZZ=ON): any byte string, sent to each endpoint
+// (chat, completions, and the Responses API's body)
 // with unknown fields rejected or ignored, must parse into a request that
 // honours every documented bound, or into a 400 error; and whatever comes out
 // must build response bodies, SSE events and the ignored-fields header that
@@ -13,6 +14,7 @@
 #include "server/ignored_fields.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/openai_responses.h"
 
 namespace {
 
@@ -112,6 +114,34 @@ void CheckRequest(Endpoint ep, bool ignore_unknown, const brisk::api::ApiRequest
   Check(MustParseJson(ModelsBody({r.model}, 1))["data"].size() == 1);
 }
 
+// A Responses body: a 400 (or 404-free) error, or a request whose chat
+// translation the chat parser accepts or refuses cleanly, whose input items
+// all carry a type and an id, and whose response object serializes.
+void CheckResponses(std::string_view body, bool ignore) {
+  using namespace brisk::api;
+  const ParseOptions po{.ignore_unknown_fields = ignore};
+  auto parsed = ParseResponsesRequest(body, po);
+  if (auto* e = std::get_if<ApiError>(&parsed)) {
+    CheckError(*e);
+    return;
+  }
+  const ResponsesRequest& r = std::get<ResponsesRequest>(parsed);
+  Check(!r.model.empty());
+  Check(ignore || r.ignored_fields.empty());
+  for (const Json& item : r.input_items) {
+    Check(item["type"].is_string() && item["id"].is_string());
+  }
+  Check(r.input_messages.size() >= 1 || !r.previous_response_id.empty());
+  auto chat = ParseRequest(Endpoint::kChatCompletions, ChatBody(r, Json::array()), po);
+  if (auto* e = std::get_if<ApiError>(&chat)) CheckError(ResponsesError(*e));
+  const Usage u{.prompt_tokens = 2, .completion_tokens = 1, .cached_tokens = 0};
+  Json output = Json::array({MessageItem(NewMessageItemId(), "completed", "x")});
+  Json obj = ResponseObject(r, NewResponseId(), 1, r.model, "completed", output, &u);
+  Json back = MustParseJson(obj.dump(-1, ' ', false, Json::error_handler_t::replace));
+  Check(back["object"] == "response" && back["usage"]["total_tokens"] == 3);
+  Check(OutputToMessages(output).size() == 1);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -126,5 +156,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   }
+  for (bool ignore : {false, true}) CheckResponses(body, ignore);
   return 0;
 }
