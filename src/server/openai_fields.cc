@@ -112,7 +112,9 @@ Problem ReadInt64(const Json& v, const std::string& param, int64_t* out) {
     const uint64_t u = v.get<uint64_t>();
     if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return Bad(param, "invalid_value",
-                 fmt::format("'{}' must fit in a signed 64-bit integer, got {}", param, u));
+                 fmt::format("'{}' must be less than or equal to {} (a signed 64-bit "
+                             "integer), got {}",
+                             param, std::numeric_limits<int64_t>::max(), u));
     }
     *out = static_cast<int64_t>(u);
     return std::nullopt;
@@ -129,9 +131,14 @@ Problem ReadInt64(const Json& v, const std::string& param, int64_t* out) {
     // exclusive. Integer literals inside int64 never take this path (they
     // parse as integers), so -2^63 written as an integer is still accepted.
     if (d <= -0x1p63 || d >= 0x1p63) {
-      return Bad(
-          param, "invalid_value",
-          fmt::format("'{}' must fit in a signed 64-bit integer, got {}", param, Describe(v)));
+      // The literal was rounded to a double: say which bound, not the double.
+      return Bad(param, "invalid_value",
+                 d < 0 ? fmt::format("'{}' must be greater than or equal to {} (a signed 64-bit "
+                                     "integer)",
+                                     param, std::numeric_limits<int64_t>::min())
+                       : fmt::format("'{}' must be less than or equal to {} (a signed 64-bit "
+                                     "integer)",
+                                     param, std::numeric_limits<int64_t>::max()));
     }
     *out = static_cast<int64_t>(d);
     return std::nullopt;
