@@ -381,7 +381,7 @@ Problem ParseInto(Endpoint ep, std::string_view body_text, const ParseOptions& o
   BRISK_API_TRY(ParseLogprobsAndEcho(body, ep, req));
   if (chat) BRISK_API_TRY(ParseTools(body, &req->tools));
   BRISK_API_TRY(CheckHarmless(body));
-  BRISK_API_TRY(ParseResponseFormat(body, req));
+  BRISK_API_TRY(ParseResponseFormat(body, req, ignored));
 
   if (const Json* v = Get(body, "stream")) BRISK_API_TRY(ReadBool(*v, "stream", &req->stream));
   if (const Json* v = Get(body, "stream_options")) {

@@ -13,8 +13,9 @@
 namespace brisk::api::fields {
 
 // Reads body["response_format"] (absent or null: text) into
-// req->response_format. Other keys inside it are ignored, as before
-// structured output existed (clients send SDK extras there).
-Problem ParseResponseFormat(const Json& body, ApiRequest* req);
+// req->response_format. Unknown keys inside it (and its json_schema) are a
+// 400 unknown_parameter, as OpenAI answers, or, with `ignored` set
+// (server.unknown_request_fields: ignore), skipped and listed there.
+Problem ParseResponseFormat(const Json& body, ApiRequest* req, std::vector<std::string>* ignored);
 
 }  // namespace brisk::api::fields

@@ -596,6 +596,12 @@ BAD_FIELDS = {
                                  max_tokens=4000), 400, "context_length_exceeded"),
     "unknown_model": ("/v1/chat/completions", _j(model="gpt-17", messages=HELLO), 404,
                       "model_not_found"),
+    # llama.cpp's {"type": "json_object", "schema": ...}: refused, not
+    # silently served without the schema.
+    "response_format_unknown_key": ("/v1/chat/completions",
+                                    _j(**chat_body(response_format={
+                                        "type": "json_object", "schema": {"type": "object"}})),
+                                    400, "unknown_parameter"),
     # Killed the server with std::invalid_argument before the $ref decoder was
     # fixed (found by fuzzing the gateway's schema checker).
     "schema_ref_bad_escape": ("/v1/chat/completions",
