@@ -151,10 +151,10 @@ const api::Usage* ResponseStream::UsageSoFar() {
 void ResponseStream::StreamOutput(int index, int prompt_index, const SequenceOutput& out) {
   const auto& o = opts_;
   StartStream();
-  usage_so_far_.completion_tokens += static_cast<int64_t>(out.new_tokens.size());
   const api::Usage* usage = UsageSoFar();
   if (!role_sent_[index] && o.endpoint == api::Endpoint::kChatCompletions) {
     role_sent_[index] = 1;
+    // The role chunk comes before this output's tokens (as vLLM counts it).
     // A forced tool call has no text: its first delta says content null, as
     // OpenAI's does (clients such as llama.cpp's tests refuse "" there).
     res_->Write(o.tool_calls ? api::SseDeltaChunk(o.id, o.model_id, o.created_unix, index,
@@ -163,6 +163,7 @@ void ResponseStream::StreamOutput(int index, int prompt_index, const SequenceOut
                              : api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index,
                                              "assistant", "", std::nullopt, usage));
   }
+  usage_so_far_.completion_tokens += static_cast<int64_t>(out.new_tokens.size());
   if (o.tool_calls) return StreamToolCalls(index, out, usage);
   // Each chunk carries the records of the tokens whose text it sends; the
   // records of held-back text wait for the chunk that sends it (at the

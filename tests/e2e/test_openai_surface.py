@@ -254,6 +254,9 @@ def test_continuous_usage_stats(brisk_server):
     assert all(ch.usage is not None for ch in chunks)
     done = [ch.usage.completion_tokens for ch in chunks]
     assert done == sorted(done)
+    # The role chunk counts no token yet; each content chunk counts its own.
+    assert chunks[0].choices[0].delta.role == "assistant" and done[0] == 0
+    assert done[1] >= 1
     assert done[-1] == chunks[-1].usage.completion_tokens >= 1
     prompt = {ch.usage.prompt_tokens for ch in chunks}
     assert len(prompt) == 1
