@@ -31,6 +31,8 @@ CommandRunner RegisterGateway(CLI::App& app);
 CommandRunner RegisterCannedUpstream(CLI::App& app);
 // `brisk cost`: the cost ledger's per-feature daily table (or JSON).
 CommandRunner RegisterCost(CLI::App& app);
+// `brisk eval golden`: a golden set against a server, with its gate (src/eval/).
+CommandRunner RegisterEval(CLI::App& app);
 
 // The default model path: $BRISK_MODEL, else ./models/<default>, else the
 // build tree's models/ directory.

@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
       "canned-upstream", "An instant fake OpenAI upstream for gateway overhead benchmarks"));
   auto cost = brisk::RegisterCost(*app.add_subcommand(
       "cost", "Print the gateway's cost ledger per feature (or tier, tenant) per day"));
+  auto eval = brisk::RegisterEval(*app.add_subcommand(
+      "eval", "Check a server against a golden set and its gate (pass rate, latency)"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -49,5 +51,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("gateway")) return gateway();
   if (app.got_subcommand("canned-upstream")) return canned();
   if (app.got_subcommand("cost")) return cost();
+  if (app.got_subcommand("eval")) return eval();
   return 2;
 }
