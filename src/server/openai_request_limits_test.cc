@@ -164,15 +164,18 @@ TEST(OpenAiApiLimitsTest, DuplicateKeysRejectedAtAnyDepth) {
 std::string NestedArrays(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
 TEST(OpenAiApiLimitsTest, NestingDepthIsCapped) {
-  // body (1) > response_format (2) > x: arrays from depth 3 on.
-  MustParse(kChat, ChatWith(R"("response_format":{"type":"text","x":)" +
-                            NestedArrays(kMaxJsonDepth - 2) + "}"));
-  ApiError e = MustFail(kChat, ChatWith(R"("response_format":{"type":"text","x":)" +
-                                        NestedArrays(kMaxJsonDepth - 1) + "}"));
+  // body (1) > response_format (2) > json_schema (3) > schema (4) > x:
+  // arrays from depth 5 on.
+  const std::string head =
+      R"("response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"x":)";
+  MustParse(kChat, ChatWith(head + NestedArrays(kMaxJsonDepth - 4) + "}}}"));
+  ApiError e = MustFail(kChat, ChatWith(head + NestedArrays(kMaxJsonDepth - 3) + "}}}"));
   EXPECT_EQ(e.code, "json_too_complex");
-  EXPECT_EQ(e.message.find("JSON nested deeper than 64 levels at 'response_format.x[0][0]"), 0u)
+  EXPECT_EQ(e.message.find(
+                "JSON nested deeper than 64 levels at 'response_format.json_schema.schema.x[0][0]"),
+            0u)
       << e.message;
-  EXPECT_EQ(e.param.rfind("response_format.x[0]", 0), 0u) << e.param;
+  EXPECT_EQ(e.param.rfind("response_format.json_schema.schema.x[0]", 0), 0u) << e.param;
   EXPECT_LT(e.param.size(), 200u);
 }
 

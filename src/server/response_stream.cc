@@ -32,6 +32,41 @@ api::ApiError QueueFullError(const Status& st, double retry_s, http::Headers* ex
                       "queue_full");
 }
 
+FailureAnswer SubmitFailure(const Status& st, const EngineClient& engine, Priority priority) {
+  FailureAnswer f;
+  if (st.code() == StatusCode::kResourceExhausted) {
+    f.error = QueueFullError(st, engine.RetryAfterSeconds(priority), &f.extra);
+    f.outcome = "rejected";
+  } else if (st.code() == StatusCode::kUnavailable) {
+    f.error = MakeApiError(503, "server_error", st.message(), "draining");
+    f.outcome = "error";
+  } else {
+    f.error = MakeApiError(400, "invalid_request_error", st.message(), "invalid_value");
+    f.outcome = "invalid";
+  }
+  return f;
+}
+
+FailureAnswer GenerationFailure(const SequenceOutput& out, const Status& error, bool client_closed,
+                                const EngineClient& engine, Priority priority) {
+  FailureAnswer f;
+  f.error = MakeApiError(500, "server_error", error.ok() ? "generation failed" : error.message(),
+                         "internal_error");
+  if (error.code() == StatusCode::kResourceExhausted) {
+    f.outcome = "rejected";
+    f.error = QueueFullError(error, engine.RetryAfterSeconds(priority), &f.extra);
+  } else if (out.reason == FinishReason::kCancelled) {
+    f.outcome = client_closed ? "cancelled" : "error";
+    f.error = MakeApiError(503, "server_error", "The request was cancelled (server shutting down)",
+                           "cancelled");
+  } else if (out.reason == FinishReason::kDeadline) {
+    f.outcome = "timeout";
+    f.error = MakeApiError(504, "timeout", "The request's deadline passed before it finished",
+                           "deadline_exceeded");
+  }
+  return f;
+}
+
 ResponseStream::ResponseStream(Options options, std::shared_ptr<http::Responder> res,
                                ServerMetrics& metrics, EngineClient& engine, DoneCallback on_done)
     : opts_(std::move(options)),
@@ -79,44 +114,22 @@ void ResponseStream::OnClientGone() {
 void ResponseStream::FailSubmit(const Status& st) {
   if (done_) return;
   CancelEngineRequests();
-  api::ApiError e;
-  http::Headers extra;
+  FailureAnswer f = SubmitFailure(st, engine_, opts_.priority);
   ResponseSummary s;
-  if (st.code() == StatusCode::kResourceExhausted) {
-    e = QueueFullError(st, engine_.RetryAfterSeconds(opts_.priority), &extra);
-    s.outcome = "rejected";
-  } else if (st.code() == StatusCode::kUnavailable) {
-    e = MakeApiError(503, "server_error", st.message(), "draining");
-    s.outcome = "error";
-  } else {
-    e = MakeApiError(400, "invalid_request_error", st.message(), "invalid_value");
-    s.outcome = "invalid";
-  }
-  s.http_status = e.http_status;
+  s.outcome = f.outcome;
+  s.http_status = f.error.http_status;
   End(std::move(s));
-  SendError(*res_, e, std::move(extra));
+  SendError(*res_, f.error, std::move(f.extra));
 }
 
 // Abnormal ends finish the whole request at once.
 void ResponseStream::Fail(const SequenceOutput& out, const Status& error) {
   CancelEngineRequests();
+  FailureAnswer f = GenerationFailure(out, error, res_->closed(), engine_, opts_.priority);
   ResponseSummary s;
-  s.outcome = "error";
-  api::ApiError e = MakeApiError(
-      500, "server_error", error.ok() ? "generation failed" : error.message(), "internal_error");
-  http::Headers extra;
-  if (error.code() == StatusCode::kResourceExhausted) {
-    s.outcome = "rejected";
-    e = QueueFullError(error, engine_.RetryAfterSeconds(opts_.priority), &extra);
-  } else if (out.reason == FinishReason::kCancelled) {
-    s.outcome = res_->closed() ? "cancelled" : "error";
-    e = MakeApiError(503, "server_error", "The request was cancelled (server shutting down)",
-                     "cancelled");
-  } else if (out.reason == FinishReason::kDeadline) {
-    s.outcome = "timeout";
-    e = MakeApiError(504, "timeout", "The request's deadline passed before it finished",
-                     "deadline_exceeded");
-  }
+  s.outcome = f.outcome;
+  api::ApiError& e = f.error;
+  http::Headers& extra = f.extra;
   // 499: the client closed the request (nginx's convention).
   const bool closed = res_->closed();
   s.http_status = closed ? 499 : started_ ? 200 : e.http_status;

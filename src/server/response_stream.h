@@ -140,4 +140,19 @@ class ResponseStream {
 // 429 for a full queue, with the Retry-After the engine estimates.
 api::ApiError QueueFullError(const Status& st, double retry_s, http::Headers* extra);
 
+// How a failed request is answered and counted; shared by the chat /
+// completions stream and the Responses stream.
+struct FailureAnswer {
+  api::ApiError error;
+  http::Headers extra;  // Retry-After for a 429
+  const char* outcome = "error";
+};
+// The engine refused the submission: a full queue (429), draining (503),
+// or a request it cannot run (400).
+FailureAnswer SubmitFailure(const Status& st, const EngineClient& engine, Priority priority);
+// A sequence ended abnormally: preempted past the queue (429), cancelled by
+// the client ("cancelled") or a shutdown (503), its deadline (504), else 500.
+FailureAnswer GenerationFailure(const SequenceOutput& out, const Status& error, bool client_closed,
+                                const EngineClient& engine, Priority priority);
+
 }  // namespace brisk

@@ -69,43 +69,21 @@ void ResponsesStream::OnClientGone() {
 void ResponsesStream::FailSubmit(const Status& st) {
   if (done_) return;
   Cancel();
-  api::ApiError e;
-  http::Headers extra;
+  FailureAnswer f = SubmitFailure(st, engine_, opts_.priority);
   ResponseSummary s;
-  if (st.code() == StatusCode::kResourceExhausted) {
-    e = QueueFullError(st, engine_.RetryAfterSeconds(opts_.priority), &extra);
-    s.outcome = "rejected";
-  } else if (st.code() == StatusCode::kUnavailable) {
-    e = MakeApiError(503, "server_error", st.message(), "draining");
-    s.outcome = "error";
-  } else {
-    e = MakeApiError(400, "invalid_request_error", st.message(), "invalid_value");
-    s.outcome = "invalid";
-  }
-  s.http_status = e.http_status;
+  s.outcome = f.outcome;
+  s.http_status = f.error.http_status;
   End(std::move(s));
-  SendError(*res_, e, std::move(extra));
+  SendError(*res_, f.error, std::move(f.extra));
 }
 
 void ResponsesStream::Fail(const SequenceOutput& out, const Status& error) {
   Cancel();
+  FailureAnswer f = GenerationFailure(out, error, res_->closed(), engine_, opts_.priority);
   ResponseSummary s;
-  s.outcome = "error";
-  api::ApiError e = MakeApiError(
-      500, "server_error", error.ok() ? "generation failed" : error.message(), "internal_error");
-  http::Headers extra;
-  if (error.code() == StatusCode::kResourceExhausted) {
-    s.outcome = "rejected";
-    e = QueueFullError(error, engine_.RetryAfterSeconds(opts_.priority), &extra);
-  } else if (out.reason == FinishReason::kCancelled) {
-    s.outcome = res_->closed() ? "cancelled" : "error";
-    e = MakeApiError(503, "server_error", "The request was cancelled (server shutting down)",
-                     "cancelled");
-  } else if (out.reason == FinishReason::kDeadline) {
-    s.outcome = "timeout";
-    e = MakeApiError(504, "timeout", "The request's deadline passed before it finished",
-                     "deadline_exceeded");
-  }
+  s.outcome = f.outcome;
+  api::ApiError& e = f.error;
+  http::Headers& extra = f.extra;
   const bool closed = res_->closed();
   s.http_status = closed ? 499 : started_ ? 200 : e.http_status;
   End(std::move(s));
