@@ -1,6 +1,8 @@
 // `brisk serve`: the OpenAI-compatible server on one model. With no flags it
 // serves the embedded default model on 127.0.0.1:8000; `--config
 // inference.yaml` reads the serving profile; flags override the file.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
@@ -26,6 +28,8 @@ struct ServeFlags {
   int64_t max_context_tokens = 0;
   int64_t max_concurrent = 0;
   std::string kv_cache;
+  std::string precision;  // "" = the config's model.precision
+  bool allow_ungated = false;
   bool no_prefix_cache = false;
   bool static_batching = false;
   std::string log_level;  // "" = the config's logging.level
@@ -87,7 +91,24 @@ int RunServe(const ServeFlags& f) {
   const std::string path = cfg.model.path.empty() ? DefaultModelPath() : cfg.model.path;
   int threads = cfg.scheduler.threads;
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  auto model = LlamaModel::Load(path);
+  if (!f.precision.empty()) cfg.model.precision = f.precision;
+  auto precision = LoadPrecisionType(cfg.model.precision);
+  if (!precision.ok()) return Fail(precision.status().WithContext("model.precision"));
+  // A precision other than the file's own is a serving change: it ships
+  // after a golden-set gate passes for it. Gate reports keyed by (model,
+  // precision) are not built yet (issue 13), so it takes an explicit
+  // --allow-ungated, and says so.
+  if (precision->has_value() && !f.allow_ungated) {
+    return Fail(Status(
+        StatusCode::kInvalidArgument,
+        fmt::format("model.precision {} converts the weights at load and has no golden-set gate "
+                    "report; check it with `brisk eval golden --set <set.jsonl> --url <this "
+                    "server>` and start with --allow-ungated to serve it",
+                    cfg.model.precision)));
+  }
+  LoadOptions load_options;
+  load_options.convert_to = *precision;
+  auto model = LlamaModel::Load(path, load_options);
   if (!model.ok()) return Fail(model.status().WithContext("loading " + path));
   auto tok = Tokenizer::FromGguf((*model)->file());
   if (!tok.ok()) return Fail(tok.status().WithContext("loading the tokenizer of " + path));
@@ -96,6 +117,12 @@ int RunServe(const ServeFlags& f) {
 
   auto serving = LocalServing::Start(cfg, **model, **tok, id, threads);
   if (!serving.ok()) return Fail(serving.status());
+  if (precision->has_value()) {
+    log::Warn(
+        "serving {} with weights converted to {} at load, without a golden-set gate "
+        "(--allow-ungated)",
+        id, cfg.model.precision);
+  }
   OpenAiServer& server = (*serving)->server();
   std::printf("brisk: serving %s on http://%s:%d (threads %d, %s batching, prefix cache %s)\n",
               id.c_str(), cfg.server.host.c_str(), server.port(), threads,
@@ -156,6 +183,10 @@ CommandRunner RegisterServe(CLI::App& app) {
   app.add_option("--max-concurrent", f->max_concurrent, "running sequences at most")
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   app.add_option("--kv-cache", f->kv_cache, "KV cache memory, e.g. 512MiB");
+  app.add_option("--precision", f->precision,
+                 "weights: native (the file's), f32, f16, bf16, q8_0, q4_0 (converted at load)");
+  app.add_flag("--allow-ungated", f->allow_ungated,
+               "serve a converted precision without a golden-set gate report");
   app.add_flag("--no-prefix-cache", f->no_prefix_cache, "turn the prefix cache off");
   app.add_flag("--static-batching", f->static_batching,
                "static batching (the baseline continuous batching is measured against)");

@@ -93,28 +93,59 @@ Expected<const float*> GetF32(const GgufFile& f, const std::string& name, int64_
   return reinterpret_cast<const float*>(t->data);
 }
 
+// How matrices are held when not as the file stores them.
+struct Conversion {
+  std::optional<DType> to;  // reference mode (f32) or a load-time precision
+  std::vector<std::unique_ptr<uint8_t[]>>* store;
+};
+
 Expected<MatMulWeight> GetMatrix(const GgufFile& f, const std::string& name, int64_t k,
                                  int64_t rows, bool allow_repack, int64_t* bytes,
-                                 std::vector<std::unique_ptr<float[]>>* f32_store) {
+                                 const Conversion& conv) {
   ASSIGN_OR_RETURN(const GgufTensorInfo* t, GetTensor(f, name, {k, rows}));
   auto type = static_cast<DType>(t->ggml_type);
   if (!IsMatMulWeightType(type))
     return Unimplemented("tensor '{}' has type {}; supported weight types: {}", name,
                          DTypeName(type), MatMulWeightTypeNames());
-  *bytes += static_cast<int64_t>(t->size_bytes);
-  if (f32_store) {
-    // Reference mode: exact f32 weights, f32 activations (no 8-bit rounding).
-    auto& buf = f32_store->emplace_back(new float[rows * k]);
-    for (int64_t r = 0; r < rows; ++r)
-      DequantizeRow(type, t->data + r * RowBytes(type, k), buf.get() + r * k, k);
-    return PrepareMatMulWeight(DType::kF32, buf.get(), rows, k, false);
+  if (conv.to && *conv.to != type) {
+    // Each row dequantized to f32, then written in the target format (the
+    // reference quantizer: what `brisk quantize` would write).
+    const DType to = *conv.to;
+    const int64_t row_bytes = RowBytes(to, k);
+    if (row_bytes < 0)
+      return InvalidArgument("tensor '{}': rows of {} values do not fit {}'s blocks", name, k,
+                             DTypeName(to));
+    auto& buf = conv.store->emplace_back(new uint8_t[rows * row_bytes]);
+    std::vector<float> row(k);
+    for (int64_t r = 0; r < rows; ++r) {
+      DequantizeRow(type, t->data + r * RowBytes(type, k), row.data(), k);
+      QuantizeRow(to, row.data(), buf.get() + r * row_bytes, k);
+    }
+    *bytes += rows * row_bytes;
+    auto w = PrepareMatMulWeight(to, buf.get(), rows, k, allow_repack);
+    if (!w.ok()) return w.status().WithContext(fmt::format("tensor '{}'", name));
+    return w;
   }
+  *bytes += static_cast<int64_t>(t->size_bytes);
   auto w = PrepareMatMulWeight(type, t->data, rows, k, allow_repack);
   if (!w.ok()) return w.status().WithContext(fmt::format("tensor '{}'", name));
   return w;
 }
 
 }  // namespace
+
+Expected<std::optional<DType>> LoadPrecisionType(std::string_view precision) {
+  if (precision == "native") return std::optional<DType>();
+  if (precision == "f32") return std::optional<DType>(DType::kF32);
+  if (precision == "f16") return std::optional<DType>(DType::kF16);
+  if (precision == "bf16") return std::optional<DType>(DType::kBF16);
+  if (precision == "q8_0") return std::optional<DType>(DType::kQ8_0);
+  if (precision == "q4_0") return std::optional<DType>(DType::kQ4_0);
+  return Unimplemented(
+      "precision {} is not supported yet; supported: native (the file's own types), f32, f16, "
+      "bf16, q8_0, q4_0 (converted at load)",
+      precision);
+}
 
 Status LlamaModel::Bind(const LoadOptions& options) {
   const GgufFile& f = *file_;
@@ -192,8 +223,11 @@ Status LlamaModel::Bind(const LoadOptions& options) {
   if (!IsMatMulWeightType(tok_embd_type_))
     return Unimplemented("token_embd.weight has unsupported type {}", DTypeName(tok_embd_type_));
 
-  const bool repack = options.allow_repack;
-  auto* f32 = options.dequantize_to_f32 ? &f32_weights_ : nullptr;
+  // Reference mode: exact f32 weights, f32 activations (no 8-bit rounding).
+  const bool repack = options.allow_repack && !options.dequantize_to_f32;
+  const Conversion f32{
+      options.dequantize_to_f32 ? std::optional<DType>(DType::kF32) : options.convert_to,
+      &converted_weights_};
   ASSIGN_OR_RETURN(output_norm_, GetF32(f, "output_norm.weight", cfg_.d_model));
   if (f.FindTensor("output.weight")) {
     ASSIGN_OR_RETURN(output_, GetMatrix(f, "output.weight", cfg_.d_model, cfg_.vocab, repack,

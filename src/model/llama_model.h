@@ -15,7 +15,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/batch.h"
@@ -64,7 +66,17 @@ struct LoadOptions {
   // Reference mode: dequantize every matrix to f32 at load, so matmuls run
   // without 8-bit activation rounding (4-8x the memory; for evaluation).
   bool dequantize_to_f32 = false;
+  // Load-time precision (model.precision): every matrix converted to this
+  // format (one with a reference quantizer and matmul kernels, see
+  // LoadPrecisionType) from the file's; unset = as the file stores them.
+  std::optional<DType> convert_to;
 };
+
+// model.precision / --precision as a load-time weight format: "native" ->
+// unset; f32, f16, bf16, q8_0, q4_0 -> that ggml format (converted at load).
+// int8, int4 and fp8 name Brisk's own formats, not built yet (issue 13):
+// Unimplemented, as is any other name.
+Expected<std::optional<DType>> LoadPrecisionType(std::string_view precision);
 
 class LlamaModel {
  public:
@@ -118,7 +130,7 @@ class LlamaModel {
   std::vector<float> inv_freq_, inv_freq_local_;
   int64_t weight_bytes_ = 0;
   std::unique_ptr<Scratch> scratch_;
-  std::vector<std::unique_ptr<float[]>> f32_weights_;  // dequantize_to_f32 only
+  std::vector<std::unique_ptr<uint8_t[]>> converted_weights_;  // dequantize_to_f32 / convert_to
 };
 
 }  // namespace brisk

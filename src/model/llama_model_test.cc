@@ -3,8 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "util/test_support.h"
-
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +10,7 @@
 #include <random>
 
 #include "engine/kv_block_pool.h"
+#include "util/test_support.h"
 
 namespace brisk {
 namespace {
@@ -179,7 +178,8 @@ TEST_F(LlamaModelTest, RejectsBadBatches) {
 }
 
 TEST(LlamaModelFileTest, TruncatedModelIsACleanError) {
-  if (!std::filesystem::exists(ModelPath())) BRISK_SKIP_OR_FAIL_MISSING("default model not installed");
+  if (!std::filesystem::exists(ModelPath()))
+    BRISK_SKIP_OR_FAIL_MISSING("default model not installed");
   std::string tmp = ::testing::TempDir() + "/truncated.gguf";
   {
     std::ifstream in(ModelPath(), std::ios::binary);
@@ -193,6 +193,95 @@ TEST(LlamaModelFileTest, TruncatedModelIsACleanError) {
   EXPECT_EQ(m.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(m.status().message().find("truncated"), std::string::npos) << m.status().message();
   std::filesystem::remove(tmp);
+}
+
+}  // namespace
+}  // namespace brisk
+
+namespace brisk {
+namespace {
+
+// Every position's logits of `tokens` under `model`.
+std::vector<float> AllLogits(LlamaModel& model, const std::vector<int32_t>& tokens) {
+  KvCache kv(model.kv_shape(16), 64);
+  KvBlockPool pool(64);
+  ThreadPool threads(2);
+  std::vector<int32_t> blocks;
+  EXPECT_TRUE(pool.Allocate((tokens.size() + 15) / 16, &blocks));
+  Batch b;
+  b.Add(tokens, 0, blocks, BatchSequence::Logits::kAll);
+  std::vector<float> logits;
+  EXPECT_TRUE(model.Forward(b, kv, threads, &logits).ok());
+  return logits;
+}
+
+// Mean KL(p || q) over rows of softmax(logits).
+double MeanKld(const std::vector<float>& p_logits, const std::vector<float>& q_logits, int vocab) {
+  double sum = 0;
+  const size_t rows = p_logits.size() / vocab;
+  for (size_t r = 0; r < rows; ++r) {
+    const float* a = p_logits.data() + r * vocab;
+    const float* b = q_logits.data() + r * vocab;
+    const double ma = *std::max_element(a, a + vocab), mb = *std::max_element(b, b + vocab);
+    double za = 0, zb = 0;
+    for (int i = 0; i < vocab; ++i) {
+      za += std::exp(a[i] - ma);
+      zb += std::exp(b[i] - mb);
+    }
+    double kl = 0;
+    for (int i = 0; i < vocab; ++i) {
+      const double lp = a[i] - ma - std::log(za), lq = b[i] - mb - std::log(zb);
+      kl += std::exp(lp) * (lp - lq);
+    }
+    sum += kl;
+  }
+  return sum / static_cast<double>(rows);
+}
+
+// model.precision at load: F32 conversion is the reference mode's weights;
+// Q8_0 and F16 stay close to the file's own Q4_1 (what the gate then
+// checks on behaviour); a format whose blocks do not fit is refused.
+TEST(LlamaModelPrecisionTest, ConvertedWeightsStayCloseToTheFile) {
+  if (!std::filesystem::exists(ModelPath()))
+    BRISK_SKIP_OR_FAIL_MISSING("default model not installed");
+  auto load = [](std::optional<DType> to, bool reference = false) {
+    LoadOptions o;
+    o.convert_to = to;
+    o.dequantize_to_f32 = reference;
+    auto m = LlamaModel::Load(ModelPath(), o);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    return std::move(*m);
+  };
+  std::mt19937 rng(5);
+  auto native = load(std::nullopt);
+  const int vocab = native->config().vocab;
+  const std::vector<int32_t> tokens = RandomTokens(rng, 24, vocab);
+  const std::vector<float> ref = AllLogits(*load(std::nullopt, true), tokens);
+  const std::vector<float> f32 = AllLogits(*load(DType::kF32), tokens);
+  EXPECT_LT(MaxAbsDiff(ref.data(), f32.data(), static_cast<int64_t>(ref.size())), 1e-3f);
+  const double native_kld = MeanKld(ref, AllLogits(*native, tokens), vocab);
+  const double q8_kld = MeanKld(ref, AllLogits(*load(DType::kQ8_0), tokens), vocab);
+  const double f16_kld = MeanKld(ref, AllLogits(*load(DType::kF16), tokens), vocab);
+  // The file's own path rounds activations to 8 bits; Q8_0 adds one more
+  // 8-bit rounding of the weights; F16 weights keep 11 bits.
+  EXPECT_LT(native_kld, 0.01);
+  EXPECT_LT(q8_kld, 0.02);
+  EXPECT_LT(f16_kld, 0.001);
+  EXPECT_GT(q8_kld, 0.0);
+  // Smaller models load: Q4_0 weights are about half of Q8_0's.
+  auto q4 = load(DType::kQ4_0);
+  auto q8 = load(DType::kQ8_0);
+  EXPECT_LT(q4->weight_bytes(), q8->weight_bytes() * 6 / 10);
+  std::printf("KLD to f32 weights: native %.5f, q8_0 %.5f, f16 %.5f\n", native_kld, q8_kld,
+              f16_kld);
+}
+
+TEST(LlamaModelPrecisionTest, PrecisionNames) {
+  EXPECT_FALSE(LoadPrecisionType("native")->has_value());
+  EXPECT_EQ(**LoadPrecisionType("q8_0"), DType::kQ8_0);
+  EXPECT_EQ(**LoadPrecisionType("bf16"), DType::kBF16);
+  EXPECT_EQ(LoadPrecisionType("fp8").status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(LoadPrecisionType("q9").status().code(), StatusCode::kUnimplemented);
 }
 
 }  // namespace

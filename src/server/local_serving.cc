@@ -28,11 +28,6 @@ Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfi
   if (!config.cache.kv_cache)
     return InvalidArgument(
         "cache.kv_cache: false is not supported: the engine always keeps a paged KV cache");
-  if (config.model.precision != "native")
-    return Unimplemented(
-        "model.precision: {} is not supported yet; supported: native (the file's own tensor "
-        "types: F32/F16/BF16/Q8_0/Q4_0/Q4_1/Q4_K/Q6_K)",
-        config.model.precision);
   if (config.model.max_context_tokens > model.config().context_length)
     return InvalidArgument("model.max_context_tokens {} exceeds the model's context length {}",
                            config.model.max_context_tokens, model.config().context_length);
