@@ -12,6 +12,7 @@
 #include "eval/golden_eval.h"
 #include "gateway/calibrate.h"
 #include "server/config_yaml.h"
+#include "server/serving_gate.h"
 
 namespace brisk {
 namespace {
@@ -24,6 +25,7 @@ struct EvalFlags {
   std::string gate;   // "" = <set>.gate.yaml next to the set, when it exists
   std::string json_out;
   std::string markdown_out;
+  std::string save_gate;  // a directory: where a passing report is kept for `brisk serve`
 };
 
 int Fail(const Status& s) {
@@ -36,6 +38,37 @@ Status WriteFile(const std::string& path, const std::string& text) {
   out << text;
   out.close();
   if (!out) return InvalidArgument("cannot write '{}'", path);
+  return Status::Ok();
+}
+
+// Keeps a passing report under the serving key the evaluated server reports
+// (GET /v1/models: data[0].brisk.serving_key), so `brisk serve` with the
+// same model file, precision and engine finds it. A run without thresholds
+// is no gate and is not kept; a failing one is not kept either.
+Status SaveGate(const EvalFlags& f, const eval::EvalReport& report) {
+  if (report.gate.empty())
+    return InvalidArgument(
+        "--save-gate: the run has no gate thresholds (<set>.gate.yaml or --gate)");
+  if (!report.gate_passed) {
+    std::fprintf(stderr, "brisk eval: the gate failed; no report kept\n");
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(nlohmann::json info, gateway::ModelInfo(f.url, f.api_key));
+  const nlohmann::json* key_json = nullptr;
+  if (info.contains("brisk") && info["brisk"].is_object() && info["brisk"].contains("serving_key"))
+    key_json = &info["brisk"]["serving_key"];
+  if (key_json == nullptr)
+    return InvalidArgument("--save-gate: {} reports no serving key (not a brisk serve?)", f.url);
+  ASSIGN_OR_RETURN(ServingKey key, ServingKey::FromJson(*key_json));
+  std::error_code ec;
+  std::filesystem::create_directories(f.save_gate, ec);
+  if (ec) return InvalidArgument("--save-gate: cannot create '{}': {}", f.save_gate, ec.message());
+  nlohmann::json out = eval::ReportJson(report);
+  out["serving_key"] = key.ToJson();
+  const std::string path = (std::filesystem::path(f.save_gate) / (key.Id() + ".json")).string();
+  RETURN_IF_ERROR(
+      WriteFile(path, out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
+  std::fprintf(stderr, "brisk eval: gate passed; report kept as %s\n", path.c_str());
   return Status::Ok();
 }
 
@@ -82,6 +115,9 @@ int RunGolden(const EvalFlags& f) {
   if (!f.markdown_out.empty()) {
     if (Status s = WriteFile(f.markdown_out, md); !s.ok()) return Fail(s);
   }
+  if (!f.save_gate.empty()) {
+    if (Status s = SaveGate(f, report); !s.ok()) return Fail(s);
+  }
   return report.gate_passed ? 0 : 1;
 }
 
@@ -101,6 +137,9 @@ CommandRunner RegisterEval(CLI::App& app) {
                      "Gate thresholds (YAML; default <set>.gate.yaml if present)");
   golden->add_option("--json", f->json_out, "Also write the report as JSON here");
   golden->add_option("--markdown", f->markdown_out, "Also write the markdown report here");
+  golden->add_option("--save-gate", f->save_gate,
+                     "When the gate passes, keep the report here under the server's serving key "
+                     "(the directory brisk serve --gate-dir reads)");
   return [f, golden] { return golden->parsed() ? RunGolden(*f) : 2; };
 }
 

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "server/config.h"
 #include "server/local_serving.h"
+#include "server/serving_gate.h"
 #include "util/log.h"
 
 namespace brisk {
@@ -30,6 +31,7 @@ struct ServeFlags {
   std::string kv_cache;
   std::string precision;  // "" = the config's model.precision
   bool allow_ungated = false;
+  std::string gate_dir;  // "" = DefaultGateDir()
   bool no_prefix_cache = false;
   bool static_batching = false;
   std::string log_level;  // "" = the config's logging.level
@@ -94,22 +96,35 @@ int RunServe(const ServeFlags& f) {
   if (!f.precision.empty()) cfg.model.precision = f.precision;
   auto precision = LoadPrecisionType(cfg.model.precision);
   if (!precision.ok()) return Fail(precision.status().WithContext("model.precision"));
-  // A precision other than the file's own is a serving change: it ships
-  // after a golden-set gate passes for it. Gate reports keyed by (model,
-  // precision) are not built yet (issue 13), so it takes an explicit
-  // --allow-ungated, and says so.
-  if (precision->has_value() && !f.allow_ungated) {
-    return Fail(Status(
-        StatusCode::kInvalidArgument,
-        fmt::format("model.precision {} converts the weights at load and has no golden-set gate "
-                    "report; check it with `brisk eval golden --set <set.jsonl> --url <this "
-                    "server>` and start with --allow-ungated to serve it",
-                    cfg.model.precision)));
-  }
   LoadOptions load_options;
   load_options.convert_to = *precision;
   auto model = LlamaModel::Load(path, load_options);
   if (!model.ok()) return Fail(model.status().WithContext("loading " + path));
+  // A precision other than the file's own is a serving change: it starts
+  // only with a passing golden-set gate report for exactly this model file,
+  // precision, KV precision and engine version (serving_gate.h), or with
+  // --allow-ungated, which it then says in the log, /metrics and /v1/models.
+  ServingKey key;
+  key.model_hash = ModelFileHash((*model)->file().bytes());
+  key.precision = cfg.model.precision;
+  const std::string gate_dir = f.gate_dir.empty() ? DefaultGateDir() : f.gate_dir;
+  bool gated = true;
+  std::string gate_report;
+  if (precision->has_value()) {
+    auto report = FindPassingGateReport(gate_dir, key);
+    if (report.ok()) {
+      gate_report = *report;
+    } else if (f.allow_ungated) {
+      gated = false;
+    } else {
+      return Fail(InvalidArgument(
+          "model.precision {} converts the weights at load and needs a passing golden-set gate "
+          "report ({}). Make one: start this server with --allow-ungated, run `brisk eval golden "
+          "--set <set.jsonl> --url <its url> --save-gate {}` (the set's gate thresholds must "
+          "hold), then start it again without --allow-ungated",
+          cfg.model.precision, report.status().message(), gate_dir));
+    }
+  }
   auto tok = Tokenizer::FromGguf((*model)->file());
   if (!tok.ok()) return Fail(tok.status().WithContext("loading the tokenizer of " + path));
   std::string id = cfg.model.name;
@@ -117,13 +132,25 @@ int RunServe(const ServeFlags& f) {
 
   auto serving = LocalServing::Start(cfg, **model, **tok, id, threads);
   if (!serving.ok()) return Fail(serving.status());
-  if (precision->has_value()) {
-    log::Warn(
-        "serving {} with weights converted to {} at load, without a golden-set gate "
-        "(--allow-ungated)",
-        id, cfg.model.precision);
-  }
   OpenAiServer& server = (*serving)->server();
+  nlohmann::ordered_json info = {{"serving_key", key.ToJson()},
+                                 {"precision", cfg.model.precision},
+                                 {"gated", gated},
+                                 {"gate_report", gate_report}};
+  server.SetServingInfo(info);
+  server.registry()
+      .GetGauge("brisk:serving_ungated",
+                "1 when a converted precision is served without a passing gate report "
+                "(--allow-ungated)")
+      ->Set(gated ? 0 : 1);
+  if (!gated) {
+    log::Warn(
+        "serving {} with weights converted to {} at load WITHOUT a passing golden-set gate "
+        "(--allow-ungated; serving key {})",
+        id, cfg.model.precision, key.Id());
+  } else if (!gate_report.empty()) {
+    log::Info("precision {}: gate report {}", cfg.model.precision, gate_report);
+  }
   std::printf("brisk: serving %s on http://%s:%d (threads %d, %s batching, prefix cache %s)\n",
               id.c_str(), cfg.server.host.c_str(), server.port(), threads,
               cfg.scheduler.continuous_batching ? "continuous" : "static",
@@ -186,7 +213,9 @@ CommandRunner RegisterServe(CLI::App& app) {
   app.add_option("--precision", f->precision,
                  "weights: native (the file's), f32, f16, bf16, q8_0, q4_0 (converted at load)");
   app.add_flag("--allow-ungated", f->allow_ungated,
-               "serve a converted precision without a golden-set gate report");
+               "serve a converted precision without a passing golden-set gate report");
+  app.add_option("--gate-dir", f->gate_dir,
+                 "gate reports (default $BRISK_GATE_DIR, else ~/.cache/brisk/gates)");
   app.add_flag("--no-prefix-cache", f->no_prefix_cache, "turn the prefix cache off");
   app.add_flag("--static-batching", f->static_batching,
                "static batching (the baseline continuous batching is measured against)");

@@ -76,7 +76,7 @@ Expected<std::pair<int, std::string>> FetchOnce(UpstreamClient& client, boost::a
 
 }  // namespace
 
-Expected<std::string> DiscoverModel(const std::string& url, const std::string& api_key) {
+Expected<nlohmann::json> ModelInfo(const std::string& url, const std::string& api_key) {
   boost::asio::io_context io;
   UpstreamOptions options;
   options.base_url = url;
@@ -88,11 +88,16 @@ Expected<std::string> DiscoverModel(const std::string& url, const std::string& a
   ASSIGN_OR_RETURN(auto answer, FetchOnce(*client, io, std::move(req)));
   Json j = Json::parse(answer.second, nullptr, false);
   if (answer.first != 200 || !j.is_object() || !j.contains("data") || !j["data"].is_array() ||
-      j["data"].empty()) {
+      j["data"].empty() || !j["data"][0].is_object()) {
     return Status(StatusCode::kUnavailable,
-                  fmt::format("{} /v1/models gave no model id (HTTP {})", url, answer.first));
+                  fmt::format("{} /v1/models gave no model (HTTP {})", url, answer.first));
   }
-  std::string id = StringOr(j["data"][0], "id", "");
+  return j["data"][0];
+}
+
+Expected<std::string> DiscoverModel(const std::string& url, const std::string& api_key) {
+  ASSIGN_OR_RETURN(Json model, ModelInfo(url, api_key));
+  std::string id = StringOr(model, "id", "");
   if (id.empty()) {
     return Status(StatusCode::kUnavailable, fmt::format("{} /v1/models lists no model id", url));
   }

@@ -80,6 +80,8 @@ class GgufFile {
 
   uint32_t version() const { return version_; }
   const std::string& path() const { return path_; }
+  // The whole file's bytes (mapped or given).
+  std::span<const uint8_t> bytes() const { return {base_, size_}; }
   const std::map<std::string, GgufValue>& metadata() const { return kv_; }
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
 

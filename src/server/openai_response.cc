@@ -47,11 +47,13 @@ std::string ErrorBody(const ApiError& e) {
   return Dump(Json{{"error", std::move(err)}});
 }
 
-std::string ModelsBody(const std::vector<std::string>& model_ids, int64_t created_unix) {
+std::string ModelsBody(const std::vector<std::string>& model_ids, int64_t created_unix,
+                       const Json& brisk_info) {
   Json data = Json::array();
   for (const std::string& id : model_ids) {
     data.push_back(
         Json{{"id", id}, {"object", "model"}, {"created", created_unix}, {"owned_by", "brisk"}});
+    if (!brisk_info.is_null()) data.back()["brisk"] = brisk_info;
   }
   return Dump(Json{{"object", "list"}, {"data", std::move(data)}});
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,7 +26,9 @@ std::string ErrorBody(const ApiError& e);
 
 // GET /v1/models: {"object": "list", "data": [{"id", "object": "model",
 // "created", "owned_by": "brisk"}]}
-std::string ModelsBody(const std::vector<std::string>& model_ids, int64_t created_unix);
+// `brisk_info` (not null): an extension object "brisk" on each model.
+std::string ModelsBody(const std::vector<std::string>& model_ids, int64_t created_unix,
+                       const nlohmann::ordered_json& brisk_info = nullptr);
 
 struct Choice {
   int index = 0;

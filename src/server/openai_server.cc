@@ -284,8 +284,18 @@ void OpenAiServer::Metrics(http::Request&&, std::shared_ptr<http::Responder> res
   res->Send(200, {{"Content-Type", std::string(metrics::kContentType)}}, registry_.Render());
 }
 
+void OpenAiServer::SetServingInfo(nlohmann::ordered_json info) {
+  std::lock_guard lock(serving_info_mu_);
+  serving_info_ = std::move(info);
+}
+
 void OpenAiServer::Models(http::Request&&, std::shared_ptr<http::Responder> res) {
-  res->Send(200, kJson, api::ModelsBody({prep_.model_id}, created_unix_));
+  nlohmann::ordered_json info;
+  {
+    std::lock_guard lock(serving_info_mu_);
+    info = serving_info_;
+  }
+  res->Send(200, kJson, api::ModelsBody({prep_.model_id}, created_unix_, info));
 }
 
 void OpenAiServer::ChatCompletions(http::Request&& req, std::shared_ptr<http::Responder> res) {

@@ -22,6 +22,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "engine/engine_client.h"
@@ -67,6 +69,9 @@ class OpenAiServer {
   void Stop();
   int64_t active_requests() const { return active_.load(); }
   metrics::Registry& registry() { return registry_; }
+  // What /v1/models reports under "brisk" for the served model (its serving
+  // key, precision, whether a gate passed for it). Thread-safe.
+  void SetServingInfo(nlohmann::ordered_json info);
 
  private:
   struct Executors;
@@ -111,6 +116,8 @@ class OpenAiServer {
   PreparationContext prep_;
   int64_t created_unix_;
   metrics::Registry registry_;
+  mutable std::mutex serving_info_mu_;
+  nlohmann::ordered_json serving_info_;  // null until set
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<IgnoredFieldCounter> ignored_fields_;
   ConstraintCache constraints_;  // compiled response_format schemas, by content

@@ -58,21 +58,51 @@ def test_bad_set_and_gate_are_refused(brisk_bin, brisk_server, tmp_path):
     assert r.returncode == 2 and ("/v1/models" in r.stderr or "127.0.0.1:1" in r.stderr)
 
 
-def test_converted_precision_needs_allow_ungated_and_goes_through_the_gate(
+def models_info(server):
+    status, body = server.get("/v1/models")
+    assert status == 200
+    return json.loads(body)["data"][0]["brisk"]
+
+
+def test_converted_precision_starts_only_through_the_golden_set_gate(
         brisk_bin, make_server, tmp_path):
-    # Without a gate report, a precision other than the file's is refused at
-    # startup, naming what to do; int8/fp8 are not built yet.
-    for precision, want in (("q8_0", "--allow-ungated"), ("fp8", "not supported yet")):
-        r = subprocess.run([brisk_bin, "serve", "--port", "0", "--precision", precision],
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 1 and want in r.stderr + r.stdout, r.stderr
-    # With --allow-ungated it serves (weights converted at load) and says so;
-    # the golden set then checks its behaviour as for any server.
-    s = make_server(args=["--precision", "q8_0", "--allow-ungated"])
+    gates = tmp_path / "gates"
+    serve = [brisk_bin, "serve", "--port", "0", "--gate-dir", str(gates)]
+    # No gate report: refused at startup, naming how to make one; fp8 is not
+    # built yet.
+    r = subprocess.run(serve + ["--precision", "q8_0"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1 and "--save-gate" in r.stderr + r.stdout, r.stderr
+    r = subprocess.run(serve + ["--precision", "fp8"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "not supported yet" in r.stderr + r.stdout
+    # --allow-ungated serves it (weights converted at load) and says so in the
+    # log, /v1/models and /metrics.
+    s = make_server(args=["--precision", "q8_0", "--allow-ungated", "--gate-dir", str(gates)])
+    info = models_info(s)
+    assert info["precision"] == "q8_0" and info["gated"] is False
+    assert info["serving_key"]["id"].endswith("-q8_0-kvf16-" + info["serving_key"]["engine_version"])
+    assert "brisk:serving_ungated 1" in s.get("/metrics")[1]
+    assert any("WITHOUT a passing golden-set gate" in line for line in s.stderr_lines)
+    # The golden set with its gate, kept under the server's serving key.
     golden = tmp_path / "facts.jsonl"
     golden.write_text("\n".join(open(FACTS).read().splitlines()[:8]) + "\n")
-    out_json = tmp_path / "q8.json"
-    r = run_eval(brisk_bin, "--set", str(golden), "--url", s.url, "--json", str(out_json))
+    (tmp_path / "facts.gate.yaml").write_text("min_pass_rate: 0.25\n")
+    r = run_eval(brisk_bin, "--set", str(golden), "--url", s.url, "--save-gate", str(gates))
     assert r.returncode == 0, r.stderr
-    assert json.loads(out_json.read_text())["passed"] >= 2
-    assert any("without a golden-set gate" in line for line in s.stderr_lines)
+    kept = gates / (info["serving_key"]["id"] + ".json")
+    report = json.loads(kept.read_text())
+    assert report["gate_passed"] and report["serving_key"] == info["serving_key"]
+    s.stop()
+    # Now it starts without the flag, and reports the gate it passed.
+    s = make_server(args=["--precision", "q8_0", "--gate-dir", str(gates)])
+    info = models_info(s)
+    assert info["gated"] is True and info["gate_report"] == str(kept)
+    assert "brisk:serving_ungated 0" in s.get("/metrics")[1]
+    # Another precision is another key: no report for it.
+    r = subprocess.run(serve + ["--precision", "q4_0"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1 and "q4_0" in r.stderr + r.stdout
+    # A native server reports its key too, and needs no gate.
+    native = make_server()
+    assert models_info(native)["gated"] is True
+    assert models_info(native)["serving_key"]["model_hash"] == info["serving_key"]["model_hash"]

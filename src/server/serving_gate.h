@@ -1,0 +1,47 @@
+// The golden-set gate on the serving path (issue 13): a serving change (a
+// weight precision other than the file's own) starts only with a passing
+// gate report for exactly what is served: the model file's bytes, the
+// precision, the KV precision and the engine version. `brisk eval golden
+// --save-gate` writes such a report after a run against a server that
+// reports its key in /v1/models; `brisk serve` looks it up at startup.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "util/status.h"
+
+namespace brisk {
+
+// Bumped when the engine's numerics change, so old gate reports stop
+// applying.
+inline constexpr std::string_view kEngineVersion = "2026.12.1";
+
+struct ServingKey {
+  std::string model_hash;  // XXH3-128 of the GGUF file's bytes, hex
+  std::string precision;   // model.precision
+  std::string kv_precision = "f16";
+  std::string engine_version = std::string(kEngineVersion);
+
+  // "<hash>-<precision>-kv<kv>-<version>": the report's file name.
+  std::string Id() const;
+  nlohmann::json ToJson() const;  // the fields and "id"
+  static Expected<ServingKey> FromJson(const nlohmann::json& j);
+  bool operator==(const ServingKey&) const = default;
+};
+
+std::string ModelFileHash(std::span<const uint8_t> bytes);
+
+// $BRISK_GATE_DIR, else $XDG_CACHE_HOME/brisk/gates, else
+// $HOME/.cache/brisk/gates, else ./brisk-gates.
+std::string DefaultGateDir();
+
+// The path of a passing report for `key` in `dir`: <dir>/<key.Id()>.json
+// that parses, names the same key and says gate_passed. NotFound (with what
+// is missing) otherwise.
+Expected<std::string> FindPassingGateReport(const std::string& dir, const ServingKey& key);
+
+}  // namespace brisk
