@@ -104,13 +104,15 @@ int RunServe(const ServeFlags& f) {
   // only with a passing golden-set gate report for exactly this model file,
   // precision, KV precision and engine version (serving_gate.h), or with
   // --allow-ungated, which it then says in the log, /metrics and /v1/models.
+  // The file's own precision needs no gate, so only a converted one hashes
+  // the whole file (seconds for a large model).
   ServingKey key;
-  key.model_hash = ModelFileHash((*model)->file().bytes());
-  key.precision = cfg.model.precision;
   const std::string gate_dir = f.gate_dir.empty() ? DefaultGateDir() : f.gate_dir;
   bool gated = true;
   std::string gate_report;
   if (precision->has_value()) {
+    key.model_hash = ModelFileHash((*model)->file().bytes());
+    key.precision = cfg.model.precision;
     auto report = FindPassingGateReport(gate_dir, key);
     if (report.ok()) {
       gate_report = *report;
@@ -133,10 +135,11 @@ int RunServe(const ServeFlags& f) {
   auto serving = LocalServing::Start(cfg, **model, **tok, id, threads);
   if (!serving.ok()) return Fail(serving.status());
   OpenAiServer& server = (*serving)->server();
-  nlohmann::ordered_json info = {{"serving_key", key.ToJson()},
-                                 {"precision", cfg.model.precision},
-                                 {"gated", gated},
-                                 {"gate_report", gate_report}};
+  nlohmann::ordered_json info = {{"precision", cfg.model.precision}, {"gated", gated}};
+  if (precision->has_value()) {
+    info["serving_key"] = key.ToJson();
+    info["gate_report"] = gate_report;
+  }
   server.SetServingInfo(info);
   server.registry()
       .GetGauge("brisk:serving_ungated",

@@ -72,12 +72,9 @@ std::vector<CaseResult> RunGoldenSet(const std::string& url, const std::string& 
     req.headers = {{"Content-Type", "application/json"}};
     if (!api_key.empty()) req.headers.push_back({"Authorization", "Bearer " + api_key});
     req.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
-    Expected<std::pair<int, std::string>> answer = Internal("no answer");
     const auto t0 = std::chrono::steady_clock::now();
-    (*client)->Fetch(std::move(req),
-                     [&](Expected<std::pair<int, std::string>> r) { answer = std::move(r); });
-    io.restart();
-    io.run();
+    Expected<std::pair<int, std::string>> answer =
+        gateway::FetchBlocking(**client, io, std::move(req));
     res.latency_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!answer.ok()) {

@@ -10,8 +10,6 @@
 #include <memory>
 #include <set>
 
-#include "gateway/answer_check.h"
-
 namespace brisk::eval {
 namespace {
 
@@ -89,11 +87,12 @@ Expected<GoldenCheck> ParseCheck(const Json& v, const std::string& at) {
       c.kind = GoldenCheck::Kind::kJson;
     } else if (k == "json_schema") {
       c.kind = GoldenCheck::Kind::kJsonSchema;
-      c.schema = val;
-      gateway::AnswerCheck probe = gateway::AnswerCheck::FromRequest(
-          {{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", val}}}}}});
-      if (!probe.has_schema())
-        return InvalidArgument("{}: not a schema this checker can use: {}", where, probe.skipped());
+      auto check = std::make_shared<gateway::AnswerCheck>(gateway::AnswerCheck::FromRequest(
+          {{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", val}}}}}}));
+      if (!check->has_schema())
+        return InvalidArgument("{}: not a schema this checker can use: {}", where,
+                               check->skipped());
+      c.schema = std::move(check);
     } else {
       return InvalidArgument(
           "{}: unknown check '{}' (exact, contains, contains_any, regex, json, json_schema)", at,
@@ -194,11 +193,8 @@ std::string CheckAnswer(const GoldenCheck& check, std::string_view answer) {
       return !v.is_discarded() && v.is_structured() ? "" : "not a JSON object or array";
     }
     case Kind::kJsonSchema: {
-      gateway::AnswerCheck c = gateway::AnswerCheck::FromRequest(
-          {{"response_format",
-            {{"type", "json_schema"}, {"json_schema", {{"schema", check.schema}}}}}});
       std::string detail;
-      std::string verdict = c.Check(answer, &detail);
+      std::string verdict = check.schema->Check(answer, &detail);
       return verdict.empty() ? "" : detail.empty() ? verdict : verdict + ": " + detail;
     }
   }

@@ -17,11 +17,13 @@
 //   {"json_schema": {...}}    parses and validates (gateway/answer_check.h)
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "gateway/answer_check.h"
 #include "util/status.h"
 
 namespace brisk::eval {
@@ -30,7 +32,8 @@ struct GoldenCheck {
   enum class Kind { kExact, kContains, kContainsAny, kRegex, kJson, kJsonSchema };
   Kind kind = Kind::kContains;
   std::vector<std::string> values;  // exact: one; contains(_any): the strings; regex: one
-  nlohmann::json schema;            // kJsonSchema
+  // kJsonSchema: the schema compiled once, when the set is read.
+  std::shared_ptr<const gateway::AnswerCheck> schema;
   bool ignore_case = false;
 };
 

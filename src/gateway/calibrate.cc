@@ -62,20 +62,6 @@ double ThresholdForShare(std::vector<double> means, double share) {
   return means[k];
 }
 
-namespace {
-
-Expected<std::pair<int, std::string>> FetchOnce(UpstreamClient& client, boost::asio::io_context& io,
-                                                UpstreamRequest req) {
-  Expected<std::pair<int, std::string>> answer = Internal("no answer");
-  client.Fetch(std::move(req),
-               [&](Expected<std::pair<int, std::string>> r) { answer = std::move(r); });
-  io.restart();
-  io.run();
-  return answer;
-}
-
-}  // namespace
-
 Expected<nlohmann::json> ModelInfo(const std::string& url, const std::string& api_key) {
   boost::asio::io_context io;
   UpstreamOptions options;
@@ -85,7 +71,7 @@ Expected<nlohmann::json> ModelInfo(const std::string& url, const std::string& ap
   req.method = "GET";
   req.path = "/v1/models";
   if (!api_key.empty()) req.headers.push_back({"Authorization", "Bearer " + api_key});
-  ASSIGN_OR_RETURN(auto answer, FetchOnce(*client, io, std::move(req)));
+  ASSIGN_OR_RETURN(auto answer, FetchBlocking(*client, io, std::move(req)));
   Json j = Json::parse(answer.second, nullptr, false);
   if (answer.first != 200 || !j.is_object() || !j.contains("data") || !j["data"].is_array() ||
       j["data"].empty() || !j["data"][0].is_object()) {
@@ -119,7 +105,7 @@ Expected<CalibrationResult> Calibrate(const std::string& url, const std::string&
     req.headers = {{"Content-Type", "application/json"}};
     if (!api_key.empty()) req.headers.push_back({"Authorization", "Bearer " + api_key});
     req.body = c.body;
-    Expected<std::pair<int, std::string>> answer = FetchOnce(*client, io, std::move(req));
+    Expected<std::pair<int, std::string>> answer = FetchBlocking(*client, io, std::move(req));
     if (!answer.ok()) return answer.status().WithContext(fmt::format("case {}", c.id));
     if (answer->first != 200) {
       return InvalidArgument("case {}: HTTP {} from {}: {}", c.id, answer->first, url,

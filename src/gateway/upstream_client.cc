@@ -412,6 +412,17 @@ class Client final : public UpstreamClient {
 
 }  // namespace
 
+Expected<std::pair<int, std::string>> FetchBlocking(UpstreamClient& client,
+                                                    boost::asio::io_context& io,
+                                                    UpstreamRequest req) {
+  Expected<std::pair<int, std::string>> answer = Internal("no answer");
+  client.Fetch(std::move(req),
+               [&](Expected<std::pair<int, std::string>> r) { answer = std::move(r); });
+  io.restart();
+  io.run();
+  return answer;
+}
+
 Expected<std::unique_ptr<UpstreamClient>> UpstreamClient::Create(
     boost::asio::any_io_executor executor, UpstreamOptions options) {
   auto url = loadgen::ParseUrl(options.base_url);

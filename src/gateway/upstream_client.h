@@ -23,6 +23,7 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -99,5 +100,11 @@ class UpstreamClient {
   // Connections open now (idle + busy), for tests and metrics.
   virtual int open_connections() const = 0;
 };
+
+// For command-line tools (calibrate, eval): runs `io` until `client`
+// (created on io's executor) has fetched `req`; the status and whole body.
+Expected<std::pair<int, std::string>> FetchBlocking(UpstreamClient& client,
+                                                    boost::asio::io_context& io,
+                                                    UpstreamRequest req);
 
 }  // namespace brisk::gateway

@@ -402,13 +402,7 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
   o.continuous_usage = pr->continuous_usage;
   for (const GenerationRequest& g : pr->prompts) o.prompt_tokens += int64_t(g.prompt.size());
   o.extra_headers = ReportIgnored(pr->ignored_fields);
-  if (pr->constraint) {
-    metrics_->constrained_requests->Inc();
-    if (pr->constraint_compiled_now) metrics_->grammar_compile->Observe(pr->constraint->compile_s);
-    if (!pr->unenforced_keywords.empty())
-      o.extra_headers.emplace_back(std::string(kUnenforcedKeywordsHeader),
-                                   UnenforcedKeywordsHeaderValue(pr->unenforced_keywords));
-  }
+  NoteConstraint(*pr, &o.extra_headers);
   o.n = pr->n;
   o.num_prompts = static_cast<int>(pr->prompts.size());
   o.priority = pr->priority;
@@ -458,6 +452,15 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
       });
     });
   }
+}
+
+void OpenAiServer::NoteConstraint(const PreparedRequest& pr, http::Headers* headers) {
+  if (!pr.constraint) return;
+  metrics_->constrained_requests->Inc();
+  if (pr.constraint_compiled_now) metrics_->grammar_compile->Observe(pr.constraint->compile_s);
+  if (!pr.unenforced_keywords.empty())
+    headers->emplace_back(std::string(kUnenforcedKeywordsHeader),
+                          UnenforcedKeywordsHeaderValue(pr.unenforced_keywords));
 }
 
 void OpenAiServer::LogAccess(const http::Request& req, int endpoint, const std::string& id,

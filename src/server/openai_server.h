@@ -107,6 +107,9 @@ class OpenAiServer {
                      Clock::time_point arrival, const boost::asio::any_io_executor& strand);
   void Reject(const api::ApiError& e, const char* outcome, http::Responder& res,
               http::Headers extra = {});
+  // A structured-output request: counted, and its unenforced keywords (if
+  // any) added to the response headers.
+  void NoteConstraint(const PreparedRequest& pr, http::Headers* headers);
   // endpoint: 0 chat completions, 1 completions, 2 responses.
   void LogAccess(const http::Request& req, int endpoint, const std::string& id,
                  const PreparedRequest* prep, const ResponseSummary& summary);

@@ -115,13 +115,7 @@ void OpenAiServer::RunResponses(const http::Request& req, std::shared_ptr<http::
   std::vector<std::string> ignored = rr->ignored_fields;
   ignored.insert(ignored.end(), pr->ignored_fields.begin(), pr->ignored_fields.end());
   o.extra_headers = ReportIgnored(ignored);
-  if (pr->constraint) {
-    metrics_->constrained_requests->Inc();
-    if (pr->constraint_compiled_now) metrics_->grammar_compile->Observe(pr->constraint->compile_s);
-    if (!pr->unenforced_keywords.empty())
-      o.extra_headers.emplace_back(std::string(kUnenforcedKeywordsHeader),
-                                   UnenforcedKeywordsHeaderValue(pr->unenforced_keywords));
-  }
+  NoteConstraint(*pr, &o.extra_headers);
   o.priority = pr->priority;
   o.arrival = arrival;
   o.tool_calls = !pr->tool_choice.empty() && pr->tool_choice != "none";

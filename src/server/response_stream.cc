@@ -47,6 +47,13 @@ FailureAnswer SubmitFailure(const Status& st, const EngineClient& engine, Priori
   return f;
 }
 
+ResponseSummary FailureAnswer::Summary(bool client_closed, bool started) const {
+  ResponseSummary s;
+  s.outcome = outcome;
+  s.http_status = client_closed ? 499 : started ? 200 : error.http_status;
+  return s;
+}
+
 FailureAnswer GenerationFailure(const SequenceOutput& out, const Status& error, bool client_closed,
                                 const EngineClient& engine, Priority priority) {
   FailureAnswer f;
@@ -115,25 +122,18 @@ void ResponseStream::FailSubmit(const Status& st) {
   if (done_) return;
   CancelEngineRequests();
   FailureAnswer f = SubmitFailure(st, engine_, opts_.priority);
-  ResponseSummary s;
-  s.outcome = f.outcome;
-  s.http_status = f.error.http_status;
-  End(std::move(s));
+  End(f.Summary(false, false));
   SendError(*res_, f.error, std::move(f.extra));
 }
 
 // Abnormal ends finish the whole request at once.
 void ResponseStream::Fail(const SequenceOutput& out, const Status& error) {
   CancelEngineRequests();
-  FailureAnswer f = GenerationFailure(out, error, res_->closed(), engine_, opts_.priority);
-  ResponseSummary s;
-  s.outcome = f.outcome;
+  const bool closed = res_->closed();
+  FailureAnswer f = GenerationFailure(out, error, closed, engine_, opts_.priority);
   api::ApiError& e = f.error;
   http::Headers& extra = f.extra;
-  // 499: the client closed the request (nginx's convention).
-  const bool closed = res_->closed();
-  s.http_status = closed ? 499 : started_ ? 200 : e.http_status;
-  End(std::move(s));  // counted before the answer leaves
+  End(f.Summary(closed, started_));  // counted before the answer leaves
   if (closed) return;
   if (started_) {
     res_->Write(api::SseError(e));

@@ -146,6 +146,9 @@ struct FailureAnswer {
   api::ApiError error;
   http::Headers extra;  // Retry-After for a 429
   const char* outcome = "error";
+  // The request's summary: status 499 when the client closed it (nginx's
+  // convention), 200 when the stream had started, else the error's.
+  ResponseSummary Summary(bool client_closed, bool started) const;
 };
 // The engine refused the submission: a full queue (429), draining (503),
 // or a request it cannot run (400).

@@ -70,23 +70,17 @@ void ResponsesStream::FailSubmit(const Status& st) {
   if (done_) return;
   Cancel();
   FailureAnswer f = SubmitFailure(st, engine_, opts_.priority);
-  ResponseSummary s;
-  s.outcome = f.outcome;
-  s.http_status = f.error.http_status;
-  End(std::move(s));
+  End(f.Summary(false, false));
   SendError(*res_, f.error, std::move(f.extra));
 }
 
 void ResponsesStream::Fail(const SequenceOutput& out, const Status& error) {
   Cancel();
-  FailureAnswer f = GenerationFailure(out, error, res_->closed(), engine_, opts_.priority);
-  ResponseSummary s;
-  s.outcome = f.outcome;
+  const bool closed = res_->closed();
+  FailureAnswer f = GenerationFailure(out, error, closed, engine_, opts_.priority);
   api::ApiError& e = f.error;
   http::Headers& extra = f.extra;
-  const bool closed = res_->closed();
-  s.http_status = closed ? 499 : started_ ? 200 : e.http_status;
-  End(std::move(s));
+  End(f.Summary(closed, started_));
   if (closed) return;
   if (!started_) return SendError(*res_, e, std::move(extra));
   // OpenAI's stream error event, then the failed response.
