@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Quality of each load-time weight precision (issue 13), on the same model
+file in one run: `brisk serve --precision P --allow-ungated` for each P, then
+`brisk eval golden` on a golden set against it. Prints a markdown table of
+pass rate, its one-sided 95% Wilson lower bound and latency p50/p95 per
+precision, with the file's own (native) as the baseline. Quality only: no
+speed is claimed from these latencies (one request at a time, 2 cores).
+
+    python3 bench/precision_quality.py [--brisk build/brisk]
+        [--set bench/golden/facts_completion.jsonl] [--precisions native,q8_0,f16,bf16,q4_0]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from procs import start  # noqa: E402
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--brisk", default=os.path.join(root, "build", "brisk"))
+    ap.add_argument("--set", default=os.path.join(root, "bench", "golden",
+                                                  "facts_completion.jsonl"))
+    ap.add_argument("--precisions", default="native,q8_0,f16,bf16,q4_0")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    rows = []
+    for p in args.precisions.split(","):
+        proc, url = start([args.brisk, "serve", "--port", "0", "--threads", str(args.threads),
+                           "--precision", p] + ([] if p == "native" else ["--allow-ungated"]))
+        try:
+            with tempfile.NamedTemporaryFile(suffix=".json") as out:
+                r = subprocess.run([args.brisk, "eval", "golden", "--set", args.set, "--url", url,
+                                    "--json", out.name], capture_output=True, text=True,
+                                   timeout=1800)
+                if r.returncode not in (0, 1):
+                    sys.exit(f"brisk eval failed for {p}: {r.stderr}")
+                rep = json.load(open(out.name))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+        rows.append((p, rep))
+    base = rows[0][1]["pass_rate"] if rows else 0
+    print(f"Golden set `{os.path.relpath(args.set, root)}`, {rows[0][1]['model']}\n")
+    print("| precision | passed | pass rate | 95% lower bound | vs native | latency p50 / p95 ms |")
+    print("|---|---|---|---|---|---|")
+    for p, rep in rows:
+        ratio = rep["pass_rate"] / base if base else 0
+        print(f"| {p} | {rep['passed']}/{rep['cases']} | {100 * rep['pass_rate']:.1f}% | "
+              f"{100 * rep['pass_rate_lower_bound_95']:.1f}% | {ratio:.2f}x | "
+              f"{rep['latency_p50_ms']:.0f} / {rep['latency_p95_ms']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
