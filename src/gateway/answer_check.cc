@@ -90,28 +90,33 @@ std::optional<Json::json_pointer> LocalPointer(const Json& ref) {
   }
 }
 
-// Whether some "$ref" leads, through objects that are themselves only
-// references, back to one already on the way.
-bool HasRefOnlyCycle(const Json& root) {
+// Why valijson may not see this schema's references, or "": every "$ref"
+// must be a local "#..." pointer (valijson resolves anything else, e.g. the
+// relative "object", against the same document and can loop on it), no
+// "$id" may move their base, and no chain of references may lead only back
+// to itself (valijson recurses on those until the stack runs out).
+std::string UnsafeRefs(const Json& root) {
   std::vector<const Json*> stack = {&root};
   while (!stack.empty()) {
     const Json* node = stack.back();
     stack.pop_back();
+    if (node->is_object() && node->contains("$id")) return "a $id in the schema";
     if (node->is_object() && node->contains("$ref")) {
+      if (!LocalPointer(node->at("$ref"))) return "a $ref that is not a local '#' pointer";
       std::set<const Json*> seen = {node};
       const Json* at = node;
       while (at->is_object() && at->contains("$ref")) {
         auto ptr = LocalPointer(at->at("$ref"));
         if (!ptr || !root.contains(*ptr)) break;
         at = &root.at(*ptr);
-        if (!seen.insert(at).second) return true;
+        if (!seen.insert(at).second) return "a $ref chain leads back to itself";
       }
     }
     if (node->is_structured()) {
       for (const Json& child : *node) stack.push_back(&child);
     }
   }
-  return false;
+  return "";
 }
 
 }  // namespace
@@ -150,8 +155,8 @@ AnswerCheck AnswerCheck::FromRequest(const Json& body) {
     c.skipped_ = compiled.status().message();
     return c;
   }
-  if (HasRefOnlyCycle(schema)) {
-    c.skipped_ = "a $ref chain leads back to itself";
+  if (std::string why = UnsafeRefs(schema); !why.empty()) {
+    c.skipped_ = why;
     return c;
   }
   auto out = std::make_unique<Compiled>();

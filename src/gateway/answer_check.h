@@ -6,14 +6,14 @@
 // value while any OpenAI-compatible upstream may answer in another.
 //
 // The schema comes from the client, so valijson only sees one it cannot be
-// crashed by: it must pass the engine's own schema compiler (every $ref
-// local and resolvable, nesting within limits), carry no chain of $refs that
-// only leads back to itself (valijson recurses on those until the stack
-// runs out) and no "pattern"/"patternProperties" (valijson matches them with
-// std::regex, whose recursion a long answer string can exhaust); those
-// keywords are dropped from the copy it checks, so a value may pass with a
-// string the pattern would refuse. A schema the checker cannot use leaves
-// only the JSON check (skipped() says why). Answers nested deeper than
+// crashed by: it must pass the engine's own schema compiler (nesting within
+// limits), have only local "#..." $refs and no "$id" (valijson resolves a
+// relative ref such as "object" against the document itself and loops),
+// carry no chain of $refs that only leads back to itself (valijson recurses
+// on those until the stack runs out) and no "pattern"/"patternProperties" (valijson matches them
+// with std::regex, whose recursion a long answer string can exhaust); those keywords are dropped
+// from the copy it checks, so a value may pass with a string the pattern would refuse. A schema the
+// checker cannot use leaves only the JSON check (skipped() says why). Answers nested deeper than
 // kMaxAnswerDepth are refused without being walked.
 #pragma once
 

@@ -84,7 +84,11 @@ TEST(AnswerCheck, SchemasItCannotUseAreSkippedNotFatal) {
        {R"({"$ref": "#"})",
         R"({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
                             "$ref": "#/$defs/a"})",
-        R"({"$ref": "http://example.com/s.json"})", R"({"$ref": "#/nowhere"})", R"({"type": 7})"}) {
+        R"({"$ref": "http://example.com/s.json"})", R"({"$ref": "#/nowhere"})", R"({"type": 7})",
+        // Found by gateway_parsers_fuzz: a relative ref valijson resolves to the
+        // document itself, recursing until the stack ran out; and a $id moving the base.
+        R"({"$ref": "object", "$defs": {"n": {"type": "object"}}})",
+        R"({"$id": "http://x/s", "$defs": {"a": {}}, "$ref": "#/$defs/a"})"}) {
     AnswerCheck c = ForSchema(Json::parse(s));
     EXPECT_TRUE(c.active()) << s;
     EXPECT_FALSE(c.has_schema()) << s;
