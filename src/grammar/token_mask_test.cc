@@ -93,7 +93,7 @@ TEST(TokenMaskTest, MatchesReferenceOnSmolLm2) {
 
 TEST(TokenMaskTest, MatchesReferenceOnGemma3) {
   const Tokenizer* tok = LoadTokenizer(GemmaPath());
-  if (!tok) GTEST_SKIP() << "Gemma 3 not installed: " << GemmaPath();
+  if (!tok) BRISK_SKIP_OR_FAIL_MISSING(GemmaPath());
   auto schema = CompileJsonSchemaText(kPersonSchema);
   ASSERT_TRUE(schema.ok());
   WalkAndCompare(*tok, *schema, kPersonInstance, 25);

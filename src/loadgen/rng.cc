@@ -22,8 +22,6 @@ double Rng::Normal() {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
-double Rng::Exponential() { return -std::log(1.0 - Uniform01()); }
-
 double Rng::Gamma(double shape) {
   if (shape < 1.0) {
     // Gamma(a) = Gamma(a + 1) * U^(1/a).

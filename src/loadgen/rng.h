@@ -24,8 +24,6 @@ class Rng {
   uint64_t Below(uint64_t n) { return gen_() % n; }
   // Standard normal (Box-Muller; one value per call, the pair's twin discarded).
   double Normal();
-  // Exponential with mean 1.
-  double Exponential();
   // Gamma(shape, scale = 1), shape > 0 (Marsaglia-Tsang; shape < 1 boosted by U^(1/shape)).
   double Gamma(double shape);
   // exp(mu + sigma * N(0,1)): median exp(mu).

@@ -16,6 +16,7 @@
 #include "model/gguf.h"
 #include "tensor/format_traits.h"
 #include "tensor/kernels.h"
+#include "util/test_support.h"
 
 namespace brisk {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 const std::string kGemma = std::string(BRISK_MODEL_DIR) + "/gemma-3-270m-q4_k_m.gguf";
 
 TEST(GgufWeightFormats, Gemma3Q4KMTensorsAllHaveSupportedTypes) {
-  if (!std::filesystem::exists(kGemma)) GTEST_SKIP() << kGemma << " not installed";
+  if (!std::filesystem::exists(kGemma)) BRISK_SKIP_OR_FAIL_MISSING(kGemma);
   auto file = GgufFile::Open(kGemma);
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   std::map<std::string, int> by_type;

@@ -1,7 +1,10 @@
 """Real processes for the gateway's end-to-end tests: `brisk serve` engines and
 `brisk gateway` in front of them, on loopback ports, plus a throw-away
 PostgreSQL server (scripts/pg_test_server.sh)."""
-import os
+import contextlib
+import http.client
+import http.server
+import json
 import pathlib
 import re
 import signal
@@ -12,6 +15,8 @@ import sys
 import threading
 import time
 import urllib.request
+
+import openai
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SMOL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -149,3 +154,100 @@ class Postgres:
 def pg_available():
     return subprocess.run(["bash", str(REPO / "scripts" / "pg_test_server.sh"), "bindir"],
                           capture_output=True).returncode == 0
+
+
+# ---------------------------------------------------------------- shared by the tests
+
+PRICES = {"small": (0.1, 0.02, 0.4), "medium": (1.0, 0.2, 4.0), "large": (10.0, 2.0, 40.0)}
+
+
+def cost_of(tier, prompt, cached, output):
+    pin, pcached, pout = PRICES[tier]
+    return ((prompt - cached) * pin + cached * pcached + output * pout) / 1e6
+
+
+def tiers_of(engines):
+    return [("small", [engines["small1"].url, engines["small2"].url], PRICES["small"]),
+            ("medium", [engines["medium"].url], PRICES["medium"]),
+            ("large", [engines["large"].url], PRICES["large"])]
+
+
+def client(gw, **kw):
+    return openai.OpenAI(base_url=gw.url + "/v1", api_key="none", max_retries=0, **kw)
+
+
+def tier_of(gw, model, messages, headers=None, **kw):
+    c = client(gw)
+    raw = c.chat.completions.with_raw_response.create(model=model, messages=messages,
+                                                      extra_headers=headers or {}, **kw)
+    return raw.headers["x-brisk-tier"], raw.headers["x-brisk-route"], raw.parse()
+
+
+class SchemaBlindUpstream(http.server.BaseHTTPRequestHandler):
+    """A generic OpenAI-compatible server that ignores response_format (as a
+    llama-server without a grammar would): it answers whatever follows "say:"
+    in the last message."""
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, code, body, ctype="application/json"):
+        data = body.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/v1/models":
+            self._send(200, json.dumps({"object": "list", "data": [{"id": "blind"}]}))
+        else:
+            self._send(404, "{}")
+
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        text = req["messages"][-1]["content"].split("say:", 1)[1]
+        usage = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
+        if req.get("stream"):
+            chunks = [{"id": "b", "object": "chat.completion.chunk", "model": "blind",
+                       "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
+                                    "finish_reason": "stop"}]},
+                      {"id": "b", "object": "chat.completion.chunk", "model": "blind",
+                       "choices": [], "usage": usage}]
+            body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+            self._send(200, body, "text/event-stream")
+            return
+        self._send(200, json.dumps({
+            "id": "b", "object": "chat.completion", "model": "blind",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "stop"}],
+            "usage": usage}))
+
+
+class RawStream:
+    def __init__(self, resp):
+        self.resp = resp
+        self.headers = {k.lower(): v for k, v in resp.getheaders()}
+
+    def iter_lines(self):
+        for line in self.resp:
+            line = line.decode().rstrip("\r\n")
+            if line:
+                yield line
+
+
+@contextlib.contextmanager
+def stream_raw(gw, model, max_tokens, prompt="Tell a long story about a dragon."):
+    """A streamed chat request over a plain HTTP connection (closing it is a
+    client going away)."""
+    body = {"model": model, "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": max_tokens, "stream": True, "stream_options": {"include_usage": True}}
+    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=120)
+    conn.request("POST", "/v1/chat/completions", body=json.dumps(body),
+                 headers={"Content-Type": "application/json"})
+    try:
+        yield RawStream(conn.getresponse())
+    finally:
+        conn.sock and conn.sock.close()
+        conn.close()

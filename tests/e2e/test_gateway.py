@@ -8,23 +8,15 @@ import subprocess
 import threading
 import time
 
-import contextlib
 import http.client
 import http.server
 import openai
 import pytest
 
 from conftest import TIME_SCALE, skip_or_fail
-from gateway_util import (GEMMA, SMOL, sqlite_rows, start_engine, start_gateway,
+from gateway_util import (GEMMA, PRICES, SMOL, SchemaBlindUpstream, client, cost_of, sqlite_rows,
+                          start_engine, start_gateway, stream_raw, tier_of, tiers_of,
                           variant_model, wait_models_known, write_gateway_config)
-
-PRICES = {"small": (0.1, 0.02, 0.4), "medium": (1.0, 0.2, 4.0), "large": (10.0, 2.0, 40.0)}
-
-
-def cost_of(tier, prompt, cached, output):
-    pin, pcached, pout = PRICES[tier]
-    return ((prompt - cached) * pin + cached * pcached + output * pout) / 1e6
-
 
 @pytest.fixture(scope="module")
 def engines(brisk_bin):
@@ -39,12 +31,6 @@ def engines(brisk_bin):
     yield started
     for p in started.values():
         p.stop(signal.SIGKILL)
-
-
-def tiers_of(engines):
-    return [("small", [engines["small1"].url, engines["small2"].url], PRICES["small"]),
-            ("medium", [engines["medium"].url], PRICES["medium"]),
-            ("large", [engines["large"].url], PRICES["large"])]
 
 
 @pytest.fixture
@@ -65,10 +51,6 @@ def gateway(brisk_bin, engines, tmp_path):
     yield make
     for gw in started:
         gw.stop()
-
-
-def client(gw, **kw):
-    return openai.OpenAI(base_url=gw.url + "/v1", api_key="none", max_retries=0, **kw)
 
 
 MSG = [{"role": "user", "content": "Name a color."}]
@@ -128,13 +110,6 @@ def test_every_endpoint_with_the_openai_client(gateway):
             cost_of(row["tier"], row["prompt_tokens"], row["cached_tokens"],
                     row["completion_tokens"]), rel=1e-9)
     assert sorted(by_tier) == ["large", "medium", "small"]
-
-
-def tier_of(gw, model, messages, headers=None, **kw):
-    c = client(gw)
-    raw = c.chat.completions.with_raw_response.create(model=model, messages=messages,
-                                                      extra_headers=headers or {}, **kw)
-    return raw.headers["x-brisk-tier"], raw.headers["x-brisk-route"], raw.parse()
 
 
 def test_routing_by_feature_rule_and_default(gateway):
@@ -197,51 +172,9 @@ routing:
     assert 'brisk_gateway_escalations_total{from_tier="medium"} 1' in text
 
 
-class _SchemaBlindUpstream(http.server.BaseHTTPRequestHandler):
-    """A generic OpenAI-compatible server that ignores response_format (as a
-    llama-server without a grammar would): it answers whatever follows "say:"
-    in the last message."""
-
-    def log_message(self, *args):
-        pass
-
-    def _send(self, code, body, ctype="application/json"):
-        data = body.encode()
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        if self.path == "/v1/models":
-            self._send(200, json.dumps({"object": "list", "data": [{"id": "blind"}]}))
-        else:
-            self._send(404, "{}")
-
-    def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        text = req["messages"][-1]["content"].split("say:", 1)[1]
-        usage = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
-        if req.get("stream"):
-            chunks = [{"id": "b", "object": "chat.completion.chunk", "model": "blind",
-                       "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
-                                    "finish_reason": "stop"}]},
-                      {"id": "b", "object": "chat.completion.chunk", "model": "blind",
-                       "choices": [], "usage": usage}]
-            body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-            self._send(200, body, "text/event-stream")
-            return
-        self._send(200, json.dumps({
-            "id": "b", "object": "chat.completion", "model": "blind",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "stop"}],
-            "usage": usage}))
-
-
 def test_cascade_checks_a_generic_upstreams_answer_against_the_schema(
         brisk_bin, engines, tmp_path):
-    blind = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SchemaBlindUpstream)
+    blind = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SchemaBlindUpstream)
     threading.Thread(target=blind.serve_forever, daemon=True).start()
     cfg = tmp_path / "g.yaml"
     cfg.write_text(f"""server: {{port: 0, http_threads: 2}}
@@ -377,34 +310,6 @@ budgets:
     assert data[0]["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in rows), rel=1e-9)
 
 
-class RawStream:
-    def __init__(self, resp):
-        self.resp = resp
-        self.headers = {k.lower(): v for k, v in resp.getheaders()}
-
-    def iter_lines(self):
-        for line in self.resp:
-            line = line.decode().rstrip("\r\n")
-            if line:
-                yield line
-
-
-@contextlib.contextmanager
-def stream_raw(gw, model, max_tokens, prompt="Tell a long story about a dragon."):
-    """A streamed chat request over a plain HTTP connection (closing it is a
-    client going away)."""
-    body = {"model": model, "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": max_tokens, "stream": True, "stream_options": {"include_usage": True}}
-    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=120)
-    conn.request("POST", "/v1/chat/completions", body=json.dumps(body),
-                 headers={"Content-Type": "application/json"})
-    try:
-        yield RawStream(conn.getresponse())
-    finally:
-        conn.sock and conn.sock.close()
-        conn.close()
-
-
 def test_ledger_has_exactly_one_row_per_request_of_every_kind(gateway):
     gw = gateway("""
 routing:
@@ -504,7 +409,6 @@ def test_a_stream_on_a_dying_replica_ends_with_an_error_event(gateway, engines, 
 
 
 def test_kill_9_keeps_every_completed_requests_row(gateway, brisk_bin, tmp_path, engines):
-    from gateway_util import start_gateway as start
     gw = gateway()
     done_ids, errors = [], []
     stop = threading.Event()
