@@ -87,6 +87,23 @@ class Sampler {
   // Applies the mask and the penalties to `logits` in place.
   void ApplyMaskAndPenalties(std::span<float> logits, std::span<const int32_t> history);
 
+  // The distribution Sample() draws from, as a dense vocab-sized vector of
+  // probabilities summing to 1 (0 outside top-k / top-p / min-p and the
+  // mask; one-hot at the argmax when greedy): mask, bias and penalties are
+  // applied to `logits` in place, as in Sample(). All zeros only if the
+  // mask allows no token. For speculative verification, which must accept
+  // and resample under exactly the distribution a plain step samples from.
+  // (sampler_distribution.cc)
+  void Distribution(std::span<float> logits, std::span<const int32_t> history,
+                    std::vector<float>* probs);
+
+  // One uniform double in [0, 1) from this sequence's RNG (the same stream
+  // Sample() draws from), and a draw of an index of `w` (weights >= 0, not
+  // all 0) with probability w_i / sum: the rejection sampler's randomness,
+  // so a seeded request stays deterministic with speculation on.
+  double NextUniform() { return Uniform01(); }
+  size_t DrawWeighted(std::span<const float> w) { return DrawIndex(w); }
+
  private:
   struct Candidate {
     int32_t id;

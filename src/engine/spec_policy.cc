@@ -1,0 +1,95 @@
+#include "engine/spec_policy.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace brisk {
+
+AcceptanceTracker::AcceptanceTracker(double prior, double prior_weight, double decay)
+    : accepted_(prior * prior_weight), tried_(prior_weight), decay_(decay) {}
+
+void AcceptanceTracker::Update(int proposed, int accepted) {
+  if (proposed <= 0) return;
+  accepted = std::clamp(accepted, 0, proposed);
+  // Positions 0..accepted-1 passed; position `accepted` (if any) failed; the
+  // ones after it never faced a verdict.
+  const int faced = accepted + (accepted < proposed ? 1 : 0);
+  accepted_ = accepted_ * decay_ + accepted;
+  tried_ = tried_ * decay_ + faced;
+}
+
+double AcceptanceTracker::alpha() const { return tried_ > 0 ? accepted_ / tried_ : 0.0; }
+
+namespace {
+
+size_t BucketOf(size_t tokens) {
+  const size_t b = std::bit_width(std::max<size_t>(tokens, 1)) - 1;  // floor(log2)
+  return std::min<size_t>(b, 15);
+}
+
+}  // namespace
+
+void StepCostModel::Observe(size_t tokens, double seconds) {
+  if (tokens == 0 || !(seconds > 0)) return;
+  const size_t b = BucketOf(tokens);
+  const double per = seconds / static_cast<double>(tokens);
+  seconds_per_token_[b] = seen_[b] ? 0.8 * seconds_per_token_[b] + 0.2 * per : per;
+  seen_[b] = true;
+}
+
+double StepCostModel::Seconds(size_t tokens) const {
+  tokens = std::max<size_t>(tokens, 1);
+  const double n = static_cast<double>(tokens);
+  // Step time at a bucket's lower edge 2^b, from its per-token average.
+  auto at = [&](size_t b) { return seconds_per_token_[b] * static_cast<double>(size_t{1} << b); };
+  const size_t b = BucketOf(tokens);
+  size_t lo = b + 1, hi = kBuckets;
+  for (size_t i = b + 1; i-- > 0;)
+    if (seen_[i]) {
+      lo = i;
+      break;
+    }
+  for (size_t i = b + 1; i < kBuckets; ++i)
+    if (seen_[i]) {
+      hi = i;
+      break;
+    }
+  const bool has_lo = lo <= b, has_hi = hi < kBuckets;
+  if (has_lo && has_hi) {
+    const double x0 = static_cast<double>(size_t{1} << lo),
+                 x1 = static_cast<double>(size_t{1} << hi);
+    const double y0 = at(lo), y1 = at(hi);
+    return y0 + (y1 - y0) * (n - x0) / (x1 - x0);
+  }
+  if (has_lo) return seconds_per_token_[lo] * n;  // beyond what was measured: linear
+  if (has_hi) return at(hi);                      // below: at least as cheap as the smallest seen
+  return n;                                       // nothing measured: linear in tokens
+}
+
+double ExpectedTokens(double alpha, int k) {
+  alpha = std::clamp(alpha, 0.0, 1.0);
+  double e = 0, a = 1;
+  for (int i = 0; i <= k; ++i, a *= alpha) e += a;
+  return e;
+}
+
+int ChooseDraftLength(double alpha, int max_k, size_t batch_sequences, size_t batch_tokens,
+                      const StepCostModel& cost, double min_gain) {
+  if (max_k <= 0 || batch_sequences == 0) return 0;
+  const double b = static_cast<double>(batch_sequences);
+  const double plain = b / cost.Seconds(batch_tokens);
+  int best_k = 0;
+  double best = plain * min_gain;
+  for (int k = 1; k <= max_k; ++k) {
+    const double rate =
+        (b - 1 + ExpectedTokens(alpha, k)) / cost.Seconds(batch_tokens + static_cast<size_t>(k));
+    if (rate > best) {
+      best = rate;
+      best_k = k;
+    }
+  }
+  return best_k;
+}
+
+}  // namespace brisk
