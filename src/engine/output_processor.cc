@@ -295,7 +295,7 @@ void OutputProcessor::Process(std::span<const ScheduledChunk> chunks, std::span<
         cres.id = cid;
         Sample(*child, lk, history, scheduler, &cout, &cres);
         if (cres.token >= 0) result.forks.emplace_back(cid, cres.token);
-        if (cres.finished && cres.token >= 0) child_finishes.push_back({cid, -1, true, {}});
+        if (cres.finished && cres.token >= 0) child_finishes.push_back({cid, -1, true, {}, 0});
         outputs->push_back(std::move(cout));
         request_seqs_[s.request_id].push_back(cid);
         seqs_.emplace(cid, std::move(child));

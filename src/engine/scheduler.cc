@@ -409,6 +409,7 @@ void Scheduler::ScheduleContinuous(double now_s, SchedulerOutput& out) {
         admitting = false;
     }
   }
+  AttachDrafts(budget, out);
 }
 
 // Static batching admits only when the previous batch is done, and then
@@ -461,6 +462,7 @@ SchedulerOutput Scheduler::Schedule(double now_s) {
     ScheduleContinuous(now_s, out);
   else
     ScheduleStatic(now_s, out);
+  for (auto& [id, st] : seqs_) st->draft.clear();  // a draft is for one step only
   return out;
 }
 
@@ -478,6 +480,7 @@ void Scheduler::UpdateFromOutput(const SchedulerOutput& out, std::span<const Seq
       if (!Fork(r.id, child).ok()) continue;
       seqs_[child]->tokens.push_back(token);
     }
+    if (r.accepted_draft > 0) AcceptDraft(s, out, r.accepted_draft);
     if (r.token >= 0) s.tokens.push_back(r.token);
     if (r.finished) {
       finished_log_.emplace_back(last_now_s_, s.num_generated());
@@ -487,7 +490,9 @@ void Scheduler::UpdateFromOutput(const SchedulerOutput& out, std::span<const Seq
   }
   for (const ScheduledChunk& c : out.chunks) {
     auto it = seqs_.find(c.id);
-    if (it != seqs_.end()) PublishComputed(*it->second);
+    if (it == seqs_.end()) continue;
+    if (!c.draft.empty()) ReleaseUnusedBlocks(*it->second);
+    PublishComputed(*it->second);
   }
   while (!finished_log_.empty() && finished_log_.front().first < last_now_s_ - 300)
     finished_log_.pop_front();

@@ -98,6 +98,11 @@ struct SeqState {
   SeqStatus status = SeqStatus::kWaiting;
   int32_t num_preemptions = 0;
   double first_scheduled_s = -1;
+  // Speculative decoding: tokens a drafter proposes after the last known one
+  // (Scheduler::SetDraft), verified as extra positions of the next decode
+  // step when its token budget and free KV blocks allow. Consumed by the
+  // next Schedule().
+  std::vector<int32_t> draft;
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_generated() const { return num_tokens() - num_prompt; }
@@ -108,6 +113,12 @@ struct ScheduledChunk {
   int32_t pos_begin = 0;  // = num_computed before the step
   int32_t n_tokens = 0;
   bool sample = false;  // the chunk reaches the last known token: sample one
+  // Speculative decoding (decode chunks only): draft tokens computed after
+  // the chunk's n_tokens known ones, at positions pos_begin + n_tokens + i.
+  // Their logits are verified; the K/V of rejected ones is never counted as
+  // computed and is overwritten later.
+  std::vector<int32_t> draft;
+  int32_t num_positions() const { return n_tokens + static_cast<int32_t>(draft.size()); }
 };
 
 struct SchedulerOutput {
@@ -129,6 +140,11 @@ struct SeqResult {
   // n > 1: new sequences forked from this one after its chunk was computed
   // and before `token` is appended, each with its own first token.
   std::vector<std::pair<int64_t, int32_t>> forks;
+  // Speculative decoding: the first `accepted_draft` tokens of the chunk's
+  // draft were accepted; they are appended (and their K/V counted as
+  // computed) before `token`. A sequence that finished on one of them has
+  // token -1.
+  int32_t accepted_draft = 0;
 };
 
 struct SchedulerStats {
@@ -164,6 +180,11 @@ class Scheduler {
   // shared partial block is copied on the first write. (The engine forks
   // through SeqResult::forks, right after the prompt is computed.)
   Status Fork(int64_t parent, int64_t child);
+  // Proposes draft tokens for a running sequence's next decode step (see
+  // SeqState::draft). Drafts never preempt anyone and never take budget from
+  // another sequence's decode: they are cut to what is left. Unknown ids
+  // are ignored.
+  void SetDraft(int64_t id, std::vector<int32_t> draft);
 
   SchedulerOutput Schedule(double now_s);
   // Applies a step's results: computed counts, new tokens, finishes.
@@ -194,6 +215,9 @@ class Scheduler {
   void LeaveRunning(SeqState& s);
   void ScheduleContinuous(double now_s, SchedulerOutput& out);
   void ScheduleStatic(double now_s, SchedulerOutput& out);
+  void AttachDrafts(int budget, SchedulerOutput& out);
+  void AcceptDraft(SeqState& s, const SchedulerOutput& out, int32_t accepted);
+  void ReleaseUnusedBlocks(SeqState& s);
   bool TryAdmit(SeqState& s, int budget, double now_s, SchedulerOutput& out,
                 std::vector<SeqState*>& scheduled);
   int EffectivePriority(const SeqState& s, double now_s) const;
