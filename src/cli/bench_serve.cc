@@ -39,6 +39,7 @@ struct BenchServeFlags {
   int64_t prefix_len = 256;
   int64_t num_prefixes = 4;
   std::string text = kDefaultTextDir;
+  std::string prompts;
   uint64_t seed = 0;
   bool ignore_eos = false;
   double temperature = 0;
@@ -107,6 +108,7 @@ Expected<BenchConfig> MakeConfig(const BenchServeFlags& f, const Given& given) {
   c.workload.prefix_len = f.prefix_len;
   c.workload.num_prefixes = f.num_prefixes;
   c.workload.text_path = f.text;
+  c.workload.prompts_path = f.prompts;
   c.workload.seed = f.seed;
 
   c.load.num_requests = f.num_requests;
@@ -198,8 +200,8 @@ CommandRunner RegisterBenchServe(CLI::App& app) {
   app.add_option("--max-inflight", f->max_inflight,
                  "Open loop: cap on requests in flight (0 = none)")
       ->capture_default_str();
-  app.add_option("--workload", f->workload, "random | shared-prefix | conversation")
-      ->check(CLI::IsMember({"random", "shared-prefix", "conversation"}))
+  app.add_option("--workload", f->workload, "random | shared-prefix | conversation | prompts")
+      ->check(CLI::IsMember({"random", "shared-prefix", "conversation", "prompts"}))
       ->capture_default_str();
   given->input_len = app.add_option("--input-len", f->input_len,
                                     "Prompt tokens, ~1 per word (shared-prefix: after the prefix; "
@@ -229,6 +231,9 @@ CommandRunner RegisterBenchServe(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--num-prefixes", f->num_prefixes, "shared-prefix: distinct system prompts")
       ->capture_default_str();
+  app.add_option("--prompts", f->prompts,
+                 "prompts: a JSONL file, one {\"prompt\": ...} or {\"messages\": [...]} per line "
+                 "(optional \"max_tokens\")");
   app.add_option("--text", f->text,
                  "conversation: fortune-format directory or text file (default: Debian package "
                  "'fortunes')")

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace brisk::loadgen {
@@ -65,7 +66,9 @@ Expected<WorkloadKind> ParseWorkloadKind(std::string_view name) {
   if (name == "random") return WorkloadKind::kRandom;
   if (name == "shared-prefix") return WorkloadKind::kSharedPrefix;
   if (name == "conversation") return WorkloadKind::kConversation;
-  return InvalidArgument("unknown workload '{}': use random, shared-prefix or conversation", name);
+  if (name == "prompts") return WorkloadKind::kPrompts;
+  return InvalidArgument(
+      "unknown workload '{}': use random, shared-prefix, conversation or prompts", name);
 }
 
 const char* WorkloadKindName(WorkloadKind kind) {
@@ -73,6 +76,7 @@ const char* WorkloadKindName(WorkloadKind kind) {
     case WorkloadKind::kRandom: return "random";
     case WorkloadKind::kSharedPrefix: return "shared-prefix";
     case WorkloadKind::kConversation: return "conversation";
+    case WorkloadKind::kPrompts: return "prompts";
   }
   return "unknown";
 }
@@ -202,6 +206,51 @@ Expected<TextCorpus> LoadTextCorpus(const std::string& path) {
   return corpus;
 }
 
+Expected<std::vector<WorkloadItem>> ParsePromptsJsonl(std::string_view text) {
+  using json = nlohmann::json;
+  std::vector<WorkloadItem> items;
+  int line_no = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = TrimView(text.substr(0, nl));
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    ++line_no;
+    if (line.empty()) continue;
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object())
+      return InvalidArgument("line {}: expected a JSON object with \"prompt\" or \"messages\"",
+                             line_no);
+    WorkloadItem item;
+    if (const auto p = j.find("prompt"); p != j.end() && p->is_string()) {
+      item.prompt = p->get<std::string>();
+      item.messages = {{"user", item.prompt}};
+    } else if (const auto m = j.find("messages"); m != j.end() && m->is_array() && !m->empty()) {
+      for (const json& msg : *m) {
+        const auto role = msg.find("role"), content = msg.find("content");
+        if (!msg.is_object() || role == msg.end() || !role->is_string() || content == msg.end() ||
+            !content->is_string())
+          return InvalidArgument("line {}: each message needs string \"role\" and \"content\"",
+                                 line_no);
+        item.messages.push_back({role->get<std::string>(), content->get<std::string>()});
+        if (!item.prompt.empty()) item.prompt += '\n';
+        item.prompt += item.messages.back().content;
+      }
+    } else {
+      return InvalidArgument(
+          "line {}: expected a string \"prompt\" or a non-empty \"messages\" array", line_no);
+    }
+    if (const auto mt = j.find("max_tokens"); mt != j.end()) {
+      if (!mt->is_number_integer() || mt->get<int64_t>() < 1)
+        return InvalidArgument("line {}: max_tokens must be a positive integer", line_no);
+      item.max_tokens = mt->get<int64_t>();
+    }
+    item.prompt_tokens_estimate = EstimateTokens(item.prompt);
+    items.push_back(std::move(item));
+  }
+  if (items.empty()) return InvalidArgument("no prompts (one JSON object per line)");
+  return items;
+}
+
 Expected<Workload> Workload::Create(const WorkloadSpec& spec) {
   RETURN_IF_ERROR(ValidateLengthSpec(spec.input, "input"));
   RETURN_IF_ERROR(ValidateLengthSpec(spec.output, "output"));
@@ -218,6 +267,16 @@ Expected<Workload> Workload::Create(const WorkloadSpec& spec) {
   } else if (spec.kind == WorkloadKind::kConversation) {
     ASSIGN_OR_RETURN(w.corpus_, LoadTextCorpus(spec.text_path));
     w.source_ = w.corpus_.source;
+  } else if (spec.kind == WorkloadKind::kPrompts) {
+    std::ifstream in(spec.prompts_path, std::ios::binary);
+    if (!in)
+      return NotFound("cannot read the prompts file '{}' (--prompts FILE)", spec.prompts_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto items = ParsePromptsJsonl(ss.str());
+    if (!items.ok()) return items.status().WithContext(spec.prompts_path);
+    w.prompts_ = std::move(*items);
+    w.source_ = fmt::format("{} ({} prompts)", spec.prompts_path, w.prompts_.size());
   }
   return w;
 }
@@ -228,6 +287,12 @@ WorkloadItem Workload::Item(uint64_t stream, int64_t index) const {
     case WorkloadKind::kRandom: return RandomItem(rng);
     case WorkloadKind::kSharedPrefix: return SharedPrefixItem(rng);
     case WorkloadKind::kConversation: return ConversationItem(rng);
+    case WorkloadKind::kPrompts: {
+      const uint64_t n = prompts_.size();
+      WorkloadItem item = prompts_[(static_cast<uint64_t>(index) + stream) % n];
+      if (item.max_tokens <= 0) item.max_tokens = SampleLength(spec_.output, rng);
+      return item;
+    }
   }
   return {};
 }

@@ -14,6 +14,12 @@
 //                  lognormal (median 100 tokens, sigma 1; output median 200,
 //                  sigma 1; both capped at 1024): ShareGPT-like spread, whose
 //                  mean prompt/output lengths the vLLM paper puts at ~161/~338
+//   prompts        the user's own prompts, one JSON object per line of a file:
+//                  {"prompt": "..."} (completions; sent to chat as one user
+//                  message) or {"messages": [{"role", "content"}, ...]} (chat;
+//                  to completions as the contents joined by newlines), with
+//                  an optional "max_tokens" (else the output length spec).
+//                  Request i of a stream is line (i + stream) mod lines.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +32,7 @@
 
 namespace brisk::loadgen {
 
-enum class WorkloadKind { kRandom, kSharedPrefix, kConversation };
+enum class WorkloadKind { kRandom, kSharedPrefix, kConversation, kPrompts };
 enum class LengthDist { kUniform, kLogNormal };
 
 Expected<WorkloadKind> ParseWorkloadKind(std::string_view name);
@@ -59,6 +65,7 @@ struct WorkloadSpec {
   // conversation: a directory of fortune-format files ('%' lines separate
   // passages) or one text file (blank lines separate passages when it has no '%').
   std::string text_path = kDefaultTextDir;
+  std::string prompts_path;  // prompts: the JSONL file
   uint64_t seed = 0;
 };
 // The conversation workload's default lengths (see above).
@@ -88,6 +95,10 @@ Expected<TextCorpus> LoadTextCorpus(const std::string& path);
 // Parses one file's text: '%' lines separate passages if present, else blank lines.
 std::vector<std::string> SplitPassages(std::string_view text);
 
+struct WorkloadItem;
+// Parses a prompts file's text (see "prompts" above); errors name the line.
+Expected<std::vector<WorkloadItem>> ParsePromptsJsonl(std::string_view text);
+
 // Rough prompt size of English text: ~4 bytes per token.
 int64_t EstimateTokens(std::string_view text);
 
@@ -114,6 +125,7 @@ class Workload {
   std::string source_;
   TextCorpus corpus_;
   std::vector<std::string> prefixes_;
+  std::vector<WorkloadItem> prompts_;
 };
 
 }  // namespace brisk::loadgen

@@ -2,11 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include "util/test_support.h"
-
 #include <filesystem>
 #include <fstream>
 #include <set>
+
+#include "util/test_support.h"
 
 namespace brisk::loadgen {
 namespace {
@@ -174,6 +174,43 @@ TEST(Conversation, DebianFortunesPackage) {
   ASSERT_TRUE(corpus.ok()) << corpus.status().ToString();
   EXPECT_GT(corpus->passages.size(), 1000u);
   EXPECT_NE(corpus->source.find("fortunes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace brisk::loadgen
+
+namespace brisk::loadgen {
+namespace {
+
+TEST(PromptsWorkload, ParsesPromptsAndMessagesAndCycles) {
+  auto items = ParsePromptsJsonl(
+      "{\"prompt\": \"fix this\", \"max_tokens\": 7}\n\n"
+      "{\"messages\": [{\"role\": \"system\", \"content\": \"be brief\"},"
+      " {\"role\": \"user\", \"content\": \"hi\"}]}\n");
+  ASSERT_TRUE(items.ok()) << items.status().ToString();
+  ASSERT_EQ(items->size(), 2u);
+  EXPECT_EQ((*items)[0].prompt, "fix this");
+  EXPECT_EQ((*items)[0].messages.size(), 1u);
+  EXPECT_EQ((*items)[0].max_tokens, 7);
+  EXPECT_EQ((*items)[1].prompt, "be brief\nhi");
+  EXPECT_EQ((*items)[1].messages[1].role, "user");
+  EXPECT_EQ((*items)[1].max_tokens, 0);  // the output length spec decides
+}
+
+TEST(PromptsWorkload, BadLinesAreNamed) {
+  for (const char* bad :
+       {"not json", "[1]", "{\"prompt\": 3}", "{\"messages\": []}",
+        "{\"messages\": [{\"role\": \"user\"}]}", "{\"prompt\": \"x\", \"max_tokens\": 0}", ""}) {
+    auto items = ParsePromptsJsonl(std::string("{\"prompt\": \"ok\"}\n") + bad);
+    if (std::string(bad).empty()) {
+      EXPECT_TRUE(items.ok());
+      continue;
+    }
+    ASSERT_FALSE(items.ok()) << bad;
+    EXPECT_NE(items.status().message().find("line 2"), std::string::npos)
+        << items.status().message();
+  }
+  EXPECT_FALSE(ParsePromptsJsonl("\n\n").ok());
 }
 
 }  // namespace
