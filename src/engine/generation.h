@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/lazy_constraint.h"
 #include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
@@ -51,6 +52,10 @@ struct GenerationRequest {
   // can end). Null = unconstrained, at no per-step cost. Its `spec` is the
   // plain data to send across a process seam (recompile there).
   std::shared_ptr<const CompiledConstraint> constraint;
+  // With `constraint` and a trigger: the constraint is lazy
+  // (engine/lazy_constraint.h): free text until the trigger appears in the
+  // output, the constraint from there on (tool_choice "auto").
+  ConstraintTrigger constraint_trigger;
   // Log probabilities (engine/logprobs.h: of the raw model distribution).
   // -1 = none; k in 0..kMaxLogprobsTop = each sampled token's log p and the
   // k most likely tokens at its position.
@@ -59,6 +64,9 @@ struct GenerationRequest {
   // too (every prompt position's logits are computed, and the prompt is
   // never served from the prefix cache, so all of them exist).
   bool prompt_logprobs = false;
+  // Speculative decoding (when the engine has it on) may draft for this
+  // request; false opts out. The output distribution is the same either way.
+  bool speculate = true;
 };
 
 // What one sample of a request produced in one step. Usage and timings are
@@ -68,12 +76,18 @@ struct SequenceOutput {
   int index = 0;  // which of the request's n samples
   std::vector<int32_t> new_tokens;
   std::string text;  // text completed this step (never half a UTF-8 char)
+  // Lazy constraint: where in `text` the constrained part begins (the
+  // trigger fired in this output; the text before is free content). Every
+  // later output's text is constrained. -1: not in this output.
+  int64_t constrained_from = -1;
   bool finished = false;
   FinishReason reason = FinishReason::kNone;
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;      // prompt tokens served from the prefix cache
   int32_t completion_tokens = 0;  // of this sample
-  double queue_s = -1;            // arrival -> first scheduled
+  // Speculative decoding: completion tokens that were accepted draft tokens.
+  int32_t accepted_draft_tokens = 0;
+  double queue_s = -1;  // arrival -> first scheduled
   // With GenerationRequest::logprobs >= 0: one record per token of
   // new_tokens whose text belongs to the output, in order (a stop or
   // end-of-generation token that ends the sample without text has none).
@@ -92,6 +106,11 @@ struct StepStats {
   int32_t sequences = 0;
   // Time of each token mask computed this step (constrained sequences only).
   std::vector<double> grammar_mask_s;
+  // Speculative decoding this step.
+  int32_t spec_drafts = 0;        // sequences that verified a draft
+  int32_t spec_draft_tokens = 0;  // draft tokens verified
+  int32_t spec_accepted_tokens = 0;
+  std::vector<int32_t> spec_accepted_per_pos;  // [i]: drafts whose position i was accepted
 };
 
 }  // namespace brisk

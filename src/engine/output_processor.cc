@@ -4,96 +4,10 @@
 #include <chrono>
 #include <limits>
 
+#include "engine/output_processor_sequence.h"
 #include "grammar/constraint.h"
 
 namespace brisk {
-
-// What a sample keeps between steps beyond the scheduler's plain state.
-struct OutputProcessor::Sequence {
-  Sequence(int64_t seq_id_, int64_t request_id_, int index_, const GenerationRequest& r,
-           const Tokenizer& tok)
-      : seq_id(seq_id_),
-        request_id(request_id_),
-        index(index_),
-        n_prompt(static_cast<int32_t>(r.prompt.size())),
-        max_tokens(r.max_tokens),
-        min_tokens(r.min_tokens),
-        ignore_eos(r.ignore_eos),
-        include_stop_str(r.include_stop_str_in_output),
-        skip_special(r.skip_special_tokens),
-        params(r.sampling),
-        sampler(r.sampling, 0x5eed0000ull + seq_id_),
-        detok(tok, r.skip_special_tokens),
-        stop_strings(r.stop),
-        stop(r.stop),
-        stop_token_ids(r.stop_token_ids),
-        constraint(r.constraint),
-        logprobs(r.logprobs),
-        prompt_logprobs(r.logprobs >= 0 && r.prompt_logprobs) {
-    if (constraint) matcher = std::make_unique<GrammarMatcher>(&constraint->grammar());
-    // The first prompt token has no context: a record with no alternatives.
-    if (prompt_logprobs && !r.prompt.empty()) prompt_lps.push_back({r.prompt[0], 0.0f, {}});
-  }
-
-  // Sample `k` of the same request, from this one right after its prompt was
-  // computed: the same limits and stops, nothing generated yet, its own
-  // sampler (a request seed moves by k so the samples differ).
-  std::unique_ptr<Sequence> Fork(int64_t child_id, int k, const Tokenizer& tok) const {
-    GenerationRequest proto;
-    proto.sampling = params;
-    if (proto.sampling.seed) *proto.sampling.seed += k;
-    proto.max_tokens = max_tokens;
-    proto.stop = stop_strings;
-    proto.stop_token_ids = stop_token_ids;
-    proto.ignore_eos = ignore_eos;
-    proto.min_tokens = min_tokens;
-    proto.include_stop_str_in_output = include_stop_str;
-    proto.skip_special_tokens = skip_special;
-    proto.constraint = constraint;
-    proto.logprobs = logprobs;  // the prompt records are copied below
-    auto child = std::make_unique<Sequence>(child_id, request_id, k, proto, tok);
-    child->n_prompt = n_prompt;
-    if (matcher) child->matcher->CopyFrom(*matcher);
-    // Forks happen once the prompt is computed: its records are complete.
-    child->prompt_logprobs = prompt_logprobs;
-    child->prompt_lps = prompt_lps;
-    return child;
-  }
-
-  SequenceOutput NewOutput() const {
-    SequenceOutput out;
-    out.request_id = request_id;
-    out.index = index;
-    return out;
-  }
-
-  int64_t seq_id;
-  int64_t request_id;
-  int index;
-  int32_t n_prompt;
-  int32_t n_generated = 0;
-  int max_tokens;
-  int min_tokens;
-  bool ignore_eos;
-  bool include_stop_str;
-  bool skip_special;
-  int pending_forks = 0;  // n - 1 until the first token is sampled
-  SamplingParams params;
-  Sampler sampler;
-  IncrementalDetokenizer detok;
-  std::vector<std::string> stop_strings;
-  StopMatcher stop;
-  std::vector<int32_t> stop_token_ids;
-  std::shared_ptr<const CompiledConstraint> constraint;
-  std::unique_ptr<GrammarMatcher> matcher;  // the grammar state; null when unconstrained
-  int logprobs;                             // top alternatives per token; -1 = no logprobs
-  bool prompt_logprobs;                     // still to record / send the prompt's records
-  int32_t prompt_lp_next = 1;               // the next prompt position to record
-  std::vector<TokenLogprob> prompt_lps;
-  bool finished = false;
-  int32_t cached_tokens = 0;  // from the scheduler, kept by NoteScheduled
-  double queue_s = -1;
-};
 
 OutputProcessor::OutputProcessor(const Tokenizer& tokenizer, int64_t context_limit)
     : tokenizer_(tokenizer), context_limit_(context_limit) {
@@ -125,11 +39,17 @@ void OutputProcessor::Finish(Sequence& s, FinishReason reason, const Scheduler& 
   out->reason = reason;
   // Held-back text is the user's unless a stop string cut it off.
   if (reason != FinishReason::kStop || !s.stop.stopped()) {
-    out->text += s.stop.Push(s.detok.Flush()).emit;
+    std::string rest = s.detok.Flush();
+    if (s.lazy) {  // held back as a possible trigger: content after all
+      PushLazy(s, rest, out);
+      rest = s.lazy->Flush();
+    }
+    out->text += s.stop.Push(rest).emit;
     out->text += s.stop.Flush();
   }
   out->prompt_tokens = s.n_prompt;
   out->completion_tokens = s.n_generated;
+  out->accepted_draft_tokens = s.accepted_draft;
   if (const SeqState* st = scheduler.Find(s.seq_id)) NoteScheduled(*st);
   out->cached_tokens = s.cached_tokens;
   out->queue_s = s.queue_s;
@@ -194,6 +114,31 @@ void OutputProcessor::SuppressStops(const Sequence& s, std::span<float> logits) 
 
 bool OutputProcessor::PushText(Sequence& s, int32_t tok, SequenceOutput* out) {
   std::string piece = s.detok.Push(tok);
+  if (s.lazy) return PushLazy(s, piece, out);
+  return PushContent(s, piece, out);
+}
+
+bool OutputProcessor::PushLazy(Sequence& s, std::string_view piece, SequenceOutput* out) {
+  // The constrained part: the grammar decides where it ends, not stop strings.
+  if (s.lazy->triggered()) {
+    out->text += piece;
+    return false;
+  }
+  LazyTriggerMatcher::Result r = s.lazy->Push(piece);
+  if (PushContent(s, r.content, out)) return true;
+  if (!r.triggered) return false;
+  // No stop string can complete across the trigger: release what they held.
+  out->text += s.stop.Flush();
+  out->constrained_from = static_cast<int64_t>(out->text.size());
+  s.matcher = std::make_unique<GrammarMatcher>(&s.constraint->grammar());
+  // The trigger's token was sampled without a mask: keep what the grammar
+  // accepts of it (a space the compact grammar does not take is dropped).
+  const size_t n = AdvanceAccepted(s.matcher.get(), r.constrained);
+  out->text.append(r.constrained, 0, n);
+  return false;
+}
+
+bool OutputProcessor::PushContent(Sequence& s, std::string_view piece, SequenceOutput* out) {
   // Before min_tokens, stop strings do not match: the text goes out as is
   // (nothing is held back in the matcher yet).
   if (s.n_generated < s.min_tokens) {
@@ -212,12 +157,18 @@ void OutputProcessor::Sample(Sequence& s, std::span<float> logits, std::span<con
   // bias or penalty touches it.
   if (s.logprobs >= 0) raw_row_.assign(logits.begin(), logits.end());
   if (s.n_generated < s.min_tokens) SuppressStops(s, logits);
-  if (s.matcher) SetGrammarMask(s, logits.size());
+  const bool constrained = s.matcher || s.cfg_matcher;
+  if (constrained) SetGrammarMask(s, logits.size());
   const int32_t tok = s.sampler.Sample(logits, history);
-  if (s.matcher) {
+  if (constrained) {
     s.sampler.ClearMask();
     // The mask allowed `tok`: its bytes advance the grammar (end tokens have none).
-    if (tok >= 0 && !tokenizer_.IsEog(tok)) s.matcher->AdvanceBytes(tokenizer_.TokenToPiece(tok));
+    if (tok >= 0 && !tokenizer_.IsEog(tok)) {
+      if (s.matcher)
+        s.matcher->AdvanceBytes(tokenizer_.TokenToPiece(tok));
+      else
+        s.cfg_matcher->AdvanceBytes(tokenizer_.TokenToPiece(tok));
+    }
   }
   if (tok < 0) {
     Finish(s, FinishReason::kError, scheduler, out);
@@ -225,31 +176,8 @@ void OutputProcessor::Sample(Sequence& s, std::span<float> logits, std::span<con
     return;
   }
   result->token = tok;
-  ++s.n_generated;
-  out->new_tokens.push_back(tok);
-  if (s.logprobs >= 0)
-    out->logprobs.push_back(MakeTokenLogprob(raw_row_, tok, s.logprobs, &row_logprobs_));
-  if (s.prompt_logprobs) {
-    out->prompt_logprobs = std::move(s.prompt_lps);
-    s.prompt_logprobs = false;
-  }
-  const bool stop_token =
-      std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), tok) != s.stop_token_ids.end();
-  if (stop_token || (!s.ignore_eos && tokenizer_.IsEog(tok))) {
-    // The stop token's own text only on request (control tokens render only
-    // without skip_special_tokens).
-    if (s.include_stop_str)
-      PushText(s, tok, out);
-    else if (s.logprobs >= 0)
-      out->logprobs.pop_back();  // no text, no record
-    Finish(s, FinishReason::kStop, scheduler, out);
-  } else if (PushText(s, tok, out)) {
-    Finish(s, FinishReason::kStop, scheduler, out);
-  } else if (s.n_generated >= s.max_tokens ||
-             static_cast<int64_t>(history.size()) + 1 >= context_limit_) {
-    Finish(s, FinishReason::kLength, scheduler, out);
-  }
-  result->finished = s.finished;
+  result->finished = Emit(s, tok, s.logprobs >= 0 ? raw_row_ : std::span<const float>(),
+                          history.size(), scheduler, out);
 }
 
 void OutputProcessor::Process(std::span<const ScheduledChunk> chunks, std::span<float> logits,
@@ -275,6 +203,19 @@ void OutputProcessor::Process(std::span<const ScheduledChunk> chunks, std::span<
       }
     }
     if (!c.sample) continue;
+    if (!c.draft.empty()) {
+      // A decode with draft tokens owns one row per position.
+      const int64_t n_rows = c.num_positions();
+      SeqResult result;
+      result.id = c.id;
+      SequenceOutput out = seqs_.at(c.id)->NewOutput();
+      ProcessDrafted(c, logits.subspan(row * vocab, n_rows * vocab), vocab, scheduler, &out,
+                     &result);
+      row += n_rows;
+      outputs->push_back(std::move(out));
+      results->push_back(std::move(result));
+      continue;
+    }
     std::span<float> lg = logits.subspan(row * vocab, vocab);
     ++row;
     Sequence& s = *seqs_.at(c.id);
@@ -342,7 +283,12 @@ void OutputProcessor::SetGrammarMask(Sequence& s, size_t vocab) {
     token_trie_ = token_trie_future_.get();
     masker_ = std::make_unique<TokenMasker>(token_trie_.get());
   }
-  masker_->Compute(*s.matcher, &mask_bits_);
+  if (s.matcher) {
+    masker_->Compute(*s.matcher, &mask_bits_);
+  } else {
+    if (!cfg_masker_) cfg_masker_ = std::make_unique<CfgTokenMasker>(token_trie_.get());
+    cfg_masker_->Compute(*s.cfg_matcher, &mask_bits_);
+  }
   ExpandMask(mask_bits_, vocab, &mask_bytes_);
   s.sampler.SetMask(mask_bytes_);
   mask_times_.push_back(

@@ -33,6 +33,7 @@
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/stop_matcher.h"
+#include "grammar/cfg_mask.h"
 #include "grammar/token_mask.h"
 #include "model/tokenizer.h"
 #include "model/tokenizer_incremental.h"
@@ -91,12 +92,28 @@ class OutputProcessor {
   void FinishUnforked(Sequence& s, FinishReason reason, std::vector<SequenceOutput>* outputs);
   void Sample(Sequence& s, std::span<float> logits, std::span<const int32_t> history,
               const Scheduler& scheduler, SequenceOutput* out, SeqResult* result);
+  // Emits a chosen token: counts it, its logprobs (from `raw_row`, the row
+  // before any mask or penalty; empty without logprobs), stop and end
+  // tokens, text through the stop strings, the length limits. `history_size`:
+  // tokens the sequence had before it. True when the sample finished.
+  bool Emit(Sequence& s, int32_t tok, std::span<const float> raw_row, size_t history_size,
+            const Scheduler& scheduler, SequenceOutput* out);
+  // Speculative decoding: verifies a decode chunk's draft tokens against its
+  // rows ([1 + draft][vocab], modified) and emits the accepted ones and the
+  // token after them (output_processor_spec.cc).
+  void ProcessDrafted(const ScheduledChunk& c, std::span<float> rows, int vocab,
+                      const Scheduler& scheduler, SequenceOutput* out, SeqResult* result);
   // Before min_tokens: end-of-generation (unless ignore_eos) and stop
   // tokens get -inf logits.
   void SuppressStops(const Sequence& s, std::span<float> logits) const;
   // Detokenizes `tok` into out->text through the stop strings (from
   // min_tokens on); true when a stop string matched.
   bool PushText(Sequence& s, int32_t tok, SequenceOutput* out);
+  // Text through the stop strings (from min_tokens on); true on a stop.
+  bool PushContent(Sequence& s, std::string_view piece, SequenceOutput* out);
+  // Lazy constraint: text through the trigger matcher, then content through
+  // PushContent; on the trigger, the grammar starts (engine/lazy_constraint.h).
+  bool PushLazy(Sequence& s, std::string_view piece, SequenceOutput* out);
   void MarkFinished(Sequence& s);
   // Prompt logprobs from a chunk's rows: row j predicts position pos_begin + j + 1.
   void RecordPromptLogprobs(Sequence& s, const ScheduledChunk& c, std::span<const float> rows,
@@ -120,12 +137,16 @@ class OutputProcessor {
   std::future<std::unique_ptr<TokenTrie>> token_trie_future_;
   std::unique_ptr<TokenTrie> token_trie_;
   std::unique_ptr<TokenMasker> masker_;
+  std::unique_ptr<CfgTokenMasker> cfg_masker_;  // regex / choice / GBNF constraints
   TokenBitmask mask_bits_;
   std::vector<uint8_t> mask_bytes_;  // the sampler's view during one Sample()
   std::vector<double> mask_times_;
   // Logprobs: the sampled row before the sampler changes it, and scratch.
   std::vector<float> raw_row_;
   RowLogprobs row_logprobs_;
+  // Speculative verification scratch: raw rows, per-row probabilities.
+  std::vector<float> spec_raw_, spec_probs_, spec_row_, spec_scratch_;
+  std::vector<int32_t> spec_history_;
 };
 
 }  // namespace brisk

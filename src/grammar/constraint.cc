@@ -1,8 +1,38 @@
 #include "grammar/constraint.h"
 
 #include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "grammar/gbnf.h"
+#include "grammar/regex_grammar.h"
 
 namespace brisk {
+namespace {
+
+Expected<std::shared_ptr<const CfgGrammar>> CompileChoiceJson(const std::string& text) {
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array() || j.empty())
+    return InvalidArgument("the choices must be a non-empty array of strings");
+  std::vector<std::string> choices;
+  for (const auto& v : j) {
+    if (!v.is_string()) return InvalidArgument("the choices must be a non-empty array of strings");
+    choices.push_back(v.get<std::string>());
+  }
+  return CompileChoice(choices);
+}
+
+}  // namespace
+
+const char* ConstraintKindName(ConstraintSpec::Kind kind) {
+  switch (kind) {
+    case ConstraintSpec::Kind::kJsonObject: return "json_object";
+    case ConstraintSpec::Kind::kJsonSchema: return "json_schema";
+    case ConstraintSpec::Kind::kRegex: return "regex";
+    case ConstraintSpec::Kind::kChoice: return "choice";
+    case ConstraintSpec::Kind::kGrammar: return "grammar";
+  }
+  return "unknown";
+}
 
 std::vector<std::string> CompiledConstraint::UnenforcedList() const {
   std::vector<std::string> out;
@@ -15,12 +45,19 @@ Expected<std::shared_ptr<const CompiledConstraint>> CompileConstraint(const Cons
   const auto t0 = std::chrono::steady_clock::now();
   auto c = std::make_shared<CompiledConstraint>();
   c->spec = spec;
-  if (spec.kind == ConstraintSpec::Kind::kJsonObject) {
+  using Kind = ConstraintSpec::Kind;
+  if (spec.kind == Kind::kJsonObject) {
     c->compiled = CompileAnyJsonObject();
-  } else {
+  } else if (spec.kind == Kind::kJsonSchema) {
     auto compiled = CompileJsonSchemaText(spec.schema);
     if (!compiled.ok()) return compiled.status();
     c->compiled = std::move(compiled).value();
+  } else {
+    auto cfg = spec.kind == Kind::kRegex     ? CompileRegex(spec.schema)
+               : spec.kind == Kind::kGrammar ? CompileGbnf(spec.schema)
+                                             : CompileChoiceJson(spec.schema);
+    if (!cfg.ok()) return cfg.status();
+    c->cfg = std::move(cfg).value();
   }
   c->compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return std::shared_ptr<const CompiledConstraint>(std::move(c));

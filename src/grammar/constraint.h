@@ -12,28 +12,43 @@
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/cfg.h"
 #include "grammar/schema_compiler.h"
 #include "util/status.h"
 
 namespace brisk {
 
 struct ConstraintSpec {
-  enum class Kind : uint8_t { kJsonObject, kJsonSchema };
+  // kJsonObject / kJsonSchema: JSON (schema_compiler.h); kRegex, kChoice,
+  // kGrammar: a context-free grammar (cfg.h) from a regex (full match), a
+  // list of strings, or GBNF text.
+  enum class Kind : uint8_t { kJsonObject, kJsonSchema, kRegex, kChoice, kGrammar };
   Kind kind = Kind::kJsonObject;
-  std::string schema;  // kJsonSchema: the schema's JSON text (key order kept)
+  // kJsonSchema: the schema's JSON text (key order kept); kRegex: the
+  // pattern; kChoice: the choices as a JSON array of strings; kGrammar: the
+  // GBNF text.
+  std::string schema;
 };
+
+// "json_object", "json_schema", "regex", "choice", "grammar".
+const char* ConstraintKindName(ConstraintSpec::Kind kind);
 
 struct CompiledConstraint {
   ConstraintSpec spec;
-  CompiledSchema compiled;  // grammar + keywords not enforced
-  double compile_s = 0;     // how long the compile took
+  CompiledSchema compiled;  // JSON kinds: grammar + keywords not enforced
+  // Regex, choice and GBNF kinds: the grammar (null for the JSON kinds).
+  std::shared_ptr<const CfgGrammar> cfg;
+  double compile_s = 0;  // how long the compile took
 
+  bool is_cfg() const { return cfg != nullptr; }
   const JsonGrammar& grammar() const { return compiled.grammar; }
   // "keyword@pointer" for each keyword not enforced.
   std::vector<std::string> UnenforcedList() const;
 };
 
-// Compiles `spec` (InvalidArgument for a schema that is not one).
+// Compiles `spec` (InvalidArgument for a schema that is not one, an
+// invalid or unsupported regex, GBNF with an error, a choice list that is
+// not a non-empty JSON array of strings).
 Expected<std::shared_ptr<const CompiledConstraint>> CompileConstraint(const ConstraintSpec& spec);
 
 // Compiled constraints by content (kind + schema text), least recently used

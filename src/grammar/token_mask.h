@@ -43,6 +43,7 @@ class TokenTrie {
 
  private:
   friend class TokenMasker;
+  friend class CfgTokenMasker;  // cfg_mask.h walks the same trie
   // Plain-token masks for a remaining budget of 0..kMaxPlainChars code points.
   static constexpr int kMaxPlainChars = 24;
 

@@ -15,6 +15,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/openai_responses.h"
+#include "server/structured_output.h"
 
 namespace {
 
@@ -70,6 +71,11 @@ void CheckRequest(Endpoint ep, bool ignore_unknown, const brisk::api::ApiRequest
   if (r.tools) {
     Check(ep == Endpoint::kChatCompletions && !r.tools->tools.empty());
     for (const auto& t : r.tools->tools) Check(!t.name.empty() && t.name.size() <= 64);
+  }
+  if (r.guided) {  // structured_outputs: one constraint, and it compiles or is a 400
+    Check(!r.response_format && !r.guided->param.empty());
+    auto c = brisk::PrepareGuidedConstraint(nullptr, *r.guided);
+    if (auto* e = std::get_if<ApiError>(&c)) CheckError(*e);
   }
   Check(ignore_unknown || r.ignored_fields.empty());
   for (size_t i = 0; i < r.ignored_fields.size(); ++i) {

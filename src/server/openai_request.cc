@@ -7,6 +7,7 @@
 #include "model/tokenizer_utf8.h"
 #include "server/openai_extensions.h"
 #include "server/openai_fields.h"
+#include "server/openai_guided.h"
 #include "server/openai_prompt.h"
 #include "server/openai_response_format.h"
 #include "server/openai_tools.h"
@@ -54,6 +55,11 @@ constexpr KnownField kKnownFields[] = {
     {"skip_special_tokens", kBoth},
     {"priority", kBoth},
     {"timeout", kBoth},
+    {"structured_outputs", kBoth},  // vLLM (openai_guided.h)
+    {"guided_regex", kBoth},
+    {"guided_choice", kBoth},
+    {"guided_grammar", kBoth},
+    {"guided_json", kBoth},
     // Harmless: accepted, type-checked, no effect.
     {"user", kBoth},
     {"metadata", kBoth},
@@ -382,6 +388,7 @@ Problem ParseInto(Endpoint ep, std::string_view body_text, const ParseOptions& o
   if (chat) BRISK_API_TRY(ParseTools(body, &req->tools));
   BRISK_API_TRY(CheckHarmless(body));
   BRISK_API_TRY(ParseResponseFormat(body, req, ignored));
+  BRISK_API_TRY(ParseGuided(body, req, ignored));
 
   if (const Json* v = Get(body, "stream")) BRISK_API_TRY(ReadBool(*v, "stream", &req->stream));
   if (const Json* v = Get(body, "stream_options")) {

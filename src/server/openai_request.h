@@ -90,6 +90,14 @@ struct ResponseFormat {
   bool strict = false;
 };
 
+// vLLM's structured_outputs regex / choice / grammar (openai_guided.h).
+struct GuidedSpec {
+  enum class Kind { kRegex, kChoice, kGrammar };
+  Kind kind = Kind::kRegex;
+  std::string text;   // the regex, the choices as a JSON array, the GBNF
+  std::string param;  // where it came from: "structured_outputs.regex", "guided_regex", ...
+};
+
 // Function tools (openai_tools.h has the rules).
 struct ToolDef {
   std::string name;         // 1..64 of [A-Za-z0-9_-]
@@ -167,6 +175,9 @@ struct ApiRequest {
   std::optional<double> timeout_s;   // extension: "timeout": seconds, finite, > 0
   // Structured output; unset = text. Chat (OpenAI) and completions (extension).
   std::optional<ResponseFormat> response_format;
+  // vLLM's structured_outputs / guided_* regex, choice or grammar; their
+  // json / json_object forms fill response_format instead.
+  std::optional<GuidedSpec> guided;
   // Logprobs: -1 = none; else each generated token's logprob and this many
   // alternatives. Chat: "logprobs": true with "top_logprobs" 0..20 (default
   // 0; top_logprobs > 0 without logprobs is a 400); completions: the integer

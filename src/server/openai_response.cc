@@ -70,8 +70,9 @@ std::string CompletionBody(Endpoint ep, std::string_view id, std::string_view mo
       if (c.tool_calls.is_null()) {
         choice["message"] = Json{{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
       } else {
+        // "auto": text the model wrote before its call is content.
         choice["message"] = Json{{"role", "assistant"},
-                                 {"content", nullptr},
+                                 {"content", c.text.empty() ? Json(nullptr) : Json(c.text)},
                                  {"refusal", nullptr},
                                  {"tool_calls", c.tool_calls}};
       }

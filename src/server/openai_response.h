@@ -36,7 +36,8 @@ struct Choice {
   std::string finish_reason;  // "stop" | "length" | ...; "" is sent as null
   // The choice's "logprobs" (openai_logprobs.h); null when not asked for.
   nlohmann::ordered_json logprobs = nullptr;
-  // Chat: non-null = message.tool_calls (and content null).
+  // Chat: non-null = message.tool_calls (content: the text before the call,
+  // null when there is none).
   nlohmann::ordered_json tool_calls = nullptr;
 };
 

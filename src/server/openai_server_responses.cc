@@ -103,7 +103,10 @@ void OpenAiServer::RunResponses(const http::Request& req, std::shared_ptr<http::
   chat.remote = req.remote;
   chat.headers = req.headers;
   chat.body = api::ChatBody(*rr, history);
-  auto prepared = PrepareRequest(prep_, api::Endpoint::kChatCompletions, chat, arrival);
+  // tool_choice "auto" is decided before generation here (openai_tools.h).
+  PreparationContext prep = prep_;
+  prep.detect_auto_tool_calls = false;
+  auto prepared = PrepareRequest(prep, api::Endpoint::kChatCompletions, chat, arrival);
   if (auto* e = std::get_if<api::ApiError>(&prepared)) return reject(api::ResponsesError(*e));
   auto pr = std::make_shared<PreparedRequest>(std::move(std::get<PreparedRequest>(prepared)));
 

@@ -45,6 +45,10 @@ class ScriptedEngine final : public EngineClient {
   // finishes with `reason`.
   std::vector<std::string> pieces = {"Hel", "lo"};
   FinishReason reason = FinishReason::kStop;
+  // A lazy constraint's trigger fired in pieces[trigger_piece] at byte
+  // trigger_at (SequenceOutput::constrained_from); -1: never.
+  int trigger_piece = -1;
+  int64_t trigger_at = 0;
   bool hold = false;        // keep requests open until cancelled
   bool queue_full = false;  // Submit answers ResourceExhausted
   double retry_after_s = 7;
@@ -118,6 +122,7 @@ class ScriptedEngine final : public EngineClient {
       for (size_t i = 0; i < pieces.size(); ++i) {
         out.new_tokens = {static_cast<int32_t>(100 + i)};
         out.text = pieces[i];
+        out.constrained_from = static_cast<int>(i) == trigger_piece ? trigger_at : -1;
         out.finished = i + 1 == pieces.size();
         if (out.finished) {
           out.reason = reason;

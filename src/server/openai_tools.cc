@@ -93,6 +93,14 @@ bool HasToolResultSinceLastUser(const Json& messages) {
   return false;
 }
 
+ConstraintTrigger AutoToolCallTrigger(std::string_view chat_template_source) {
+  // A template that renders calls in <tool_call> tags (Hermes / Qwen style)
+  // trained its model to open a call with that marker.
+  if (chat_template_source.find("<tool_call>") != std::string_view::npos)
+    return {"<tool_call>", /*at_start=*/false, /*in_grammar=*/false};
+  return {"{\"name\"", /*at_start=*/true, /*in_grammar=*/true};
+}
+
 namespace fields {
 namespace {
 

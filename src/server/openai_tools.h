@@ -13,20 +13,41 @@
 //               model's chat template, as OpenAI does);
 //   "required"  the grammar above;
 //   {"type": "function", "function": {"name": N}}: one call to N;
-//   "auto"      (the default with tools) Brisk does not yet detect a tool
-//               call in free text by each template's own convention, so
-//               the choice is made before generation: when the
-//               conversation already has a tool result after the last user
-//               message, the model answers in text (the agent loop's
-//               "answer" turn); otherwise it must call a tool, as with
-//               "required". The x-brisk-tool-choice response header says
-//               which ("required" | "none").
+//   "auto"      (the default with tools) the model chooses, as with vLLM
+//               and llama.cpp: it writes free text, and if it starts a tool
+//               call by its chat template's convention, the call becomes
+//               message.tool_calls (finish_reason "tool_calls"); otherwise
+//               the text is message.content (finish_reason stop/length).
+//               Like llama.cpp's lazy grammar (engine/lazy_constraint.h):
+//               generation is free until a trigger appears in the output,
+//               then the grammar of one call object (above, not an array)
+//               constrains the rest: the object's closing '}' ends the
+//               generation (only end-of-generation may follow, so a closing
+//               marker such as </tool_call> is never written; bytes of the
+//               trigger's token the compact grammar does not take, e.g. a
+//               space, are dropped).
+//               The trigger (AutoToolCallTrigger): a template that writes
+//               calls as "<tool_call>\n{...}\n</tool_call>" (Hermes, Qwen)
+//               has the marker "<tool_call>" (dropped, wherever it starts);
+//               templates without a marker (SmolLM2's, Gemma's: they do not
+//               show `tools` to the model) have a JSON object start
+//               {"name" at the very beginning of the answer (leading
+//               whitespace dropped). Text before the trigger streams as
+//               content (a possible start of the trigger is held back, as
+//               stop strings are); the trigger and the call do not. With
+//               response_format, "auto" is "none". The Responses API still
+//               decides before generation (a call until the conversation
+//               has a tool result after the last user message, then text).
+//               The x-brisk-tool-choice response header says what applied
+//               ("auto" | "none" | "required" | "named").
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "engine/lazy_constraint.h"
 #include "server/openai_fields.h"
 
 namespace brisk::api {
@@ -41,9 +62,14 @@ std::string ToolCallSchema(const std::vector<ToolDef>& tools, const std::string*
 // "call_" followed by 24 random [A-Za-z0-9]. Thread-safe.
 std::string NewToolCallId();
 
-// For "auto": whether the conversation has a tool result after the last
-// user message (then the model answers in text).
+// For "auto" decided before generation (the Responses API): whether the
+// conversation has a tool result after the last user message (then the
+// model answers in text).
 bool HasToolResultSinceLastUser(const nlohmann::ordered_json& messages);
+
+// For "auto": the trigger that starts a tool call in the model's free text,
+// from its chat template's source (see above).
+ConstraintTrigger AutoToolCallTrigger(std::string_view chat_template_source);
 
 namespace fields {
 

@@ -93,6 +93,23 @@ TEST(OpenAiToolsParse, AssistantToolCallsInHistory) {
       "messages[0].tool_calls[0].function");
 }
 
+TEST(OpenAiToolsAuto, TriggerFollowsTheTemplatesConvention) {
+  // Hermes / Qwen templates render calls in <tool_call> tags: that marker.
+  const ConstraintTrigger hermes = AutoToolCallTrigger(
+      "{%- for tool_call in message.tool_calls %}<tool_call>\n{{ tool_call | tojson }}\n"
+      "</tool_call>{%- endfor %}");
+  EXPECT_EQ(hermes.text, "<tool_call>");
+  EXPECT_FALSE(hermes.at_start);
+  EXPECT_FALSE(hermes.in_grammar);
+  // No marker (SmolLM2's template): a call object at the start of the answer.
+  const ConstraintTrigger plain = AutoToolCallTrigger(
+      "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
+      "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}");
+  EXPECT_EQ(plain.text, "{\"name\"");
+  EXPECT_TRUE(plain.at_start);
+  EXPECT_TRUE(plain.in_grammar);
+}
+
 TEST(OpenAiToolsSchema, OneCallAnyToolOrAList) {
   ApiRequest r = MustParse(kChat, WithTools(""));
   const auto& tools = r.tools->tools;

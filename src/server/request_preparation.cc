@@ -171,15 +171,21 @@ std::variant<int, api::ApiError> MaxTokensFor(const PreparationContext& ctx,
 
 // Tools: which tool_choice applies (openai_tools.h), and for a forced call
 // its grammar as the request's constraint.
-std::optional<api::ApiError> PrepareToolConstraint(ConstraintCache* cache,
+std::optional<api::ApiError> PrepareToolConstraint(const PreparationContext& ctx,
                                                    const api::ApiRequest& ar,
                                                    PreparedRequest* out) {
   using Kind = api::ToolChoice::Kind;
   const api::ToolsRequest& tr = *ar.tools;
   Kind kind = tr.choice.kind;
-  if (kind == Kind::kAuto)
+  if (kind == Kind::kAuto && !ctx.detect_auto_tool_calls)
     kind = api::HasToolResultSinceLastUser(ar.messages) ? Kind::kNone : Kind::kRequired;
-  out->tool_choice = kind == Kind::kNone ? "none" : kind == Kind::kNamed ? "named" : "required";
+  else if (kind == Kind::kAuto && ar.response_format)
+    kind = Kind::kNone;  // the answer takes the response_format
+  const bool lazy = kind == Kind::kAuto;
+  out->tool_choice = kind == Kind::kNone    ? "none"
+                     : kind == Kind::kNamed ? "named"
+                     : lazy                 ? "auto"
+                                            : "required";
   if (kind == Kind::kNone) return std::nullopt;
   if (ar.response_format)
     return Invalid(
@@ -205,8 +211,10 @@ std::optional<api::ApiError> PrepareToolConstraint(ConstraintCache* cache,
   api::ResponseFormat rf;
   rf.kind = api::ResponseFormat::Kind::kJsonSchema;
   rf.name = "tool_call";
-  rf.schema = api::ToolCallSchema(tr.tools, named ? &tr.choice.name : nullptr, tr.parallel);
-  auto c = PrepareConstraint(cache, rf);
+  // "auto": one call object, found in free text by its trigger.
+  const bool array = !named && !lazy && tr.parallel;
+  rf.schema = api::ToolCallSchema(tr.tools, named ? &tr.choice.name : nullptr, array);
+  auto c = PrepareConstraint(ctx.constraints, rf);
   if (auto* e = std::get_if<api::ApiError>(&c)) {
     e->param = "tools";
     return *e;
@@ -215,7 +223,11 @@ std::optional<api::ApiError> PrepareToolConstraint(ConstraintCache* cache,
   out->constraint = std::move(pc.constraint);
   out->constraint_compiled_now = pc.compiled_now;
   out->unenforced_keywords = std::move(pc.unenforced);
-  out->tool_call_array = !named && tr.parallel;
+  out->tool_call_array = array;
+  if (lazy) {
+    const ChatTemplate* tmpl = ctx.renderer->chat_template();
+    out->constraint_trigger = api::AutoToolCallTrigger(tmpl ? tmpl->source() : std::string());
+  }
   return std::nullopt;
 }
 
@@ -311,7 +323,7 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
   const std::string fair_tenant =
       out.tenant.empty() ? "addr:" + std::string(RemoteHost(req.remote)) : "key:" + out.tenant;
   if (ar.tools) {
-    auto tc = PrepareToolConstraint(ctx.constraints, ar, &out);
+    auto tc = PrepareToolConstraint(ctx, ar, &out);
     if (tc) return *tc;
   }
   if (ar.response_format) {
@@ -321,6 +333,13 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
     out.constraint = std::move(pc.constraint);
     out.constraint_compiled_now = pc.compiled_now;
     out.unenforced_keywords = std::move(pc.unenforced);
+  }
+  if (ar.guided) {  // structured_outputs regex / choice / grammar (openai_guided.h)
+    auto c = PrepareGuidedConstraint(ctx.constraints, *ar.guided);
+    if (auto* e = std::get_if<api::ApiError>(&c)) return *e;
+    auto& pc = std::get<PreparedConstraint>(c);
+    out.constraint = std::move(pc.constraint);
+    out.constraint_compiled_now = pc.compiled_now;
   }
   for (auto& tokens : std::get<std::vector<std::vector<int32_t>>>(prompts)) {
     // Echo: text prompts as given, token-id prompts (after them) decoded
@@ -352,6 +371,7 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
     g.cache_salt = salt;
     g.tenant = fair_tenant;
     g.constraint = out.constraint;
+    g.constraint_trigger = out.constraint_trigger;
     g.logprobs = ar.logprobs;
     g.prompt_logprobs = ar.echo && ar.logprobs >= 0;
     out.prompts.push_back(std::move(g));

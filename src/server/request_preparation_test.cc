@@ -242,6 +242,47 @@ TEST_F(RequestPreparationTest, UserTypedControlTokensStayText) {
   EXPECT_EQ(count_control(Ok(v).prompts[0].prompt), count_control(Ok(plain).prompts[0].prompt));
 }
 
+const char* kToolsBody = R"({"model":"m","messages":[{"role":"user","content":"weather?"}],
+    "tools":[{"type":"function","function":{"name":"get_weather","parameters":{
+      "type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]})";
+
+std::string ToolsWith(const std::string& extra) {
+  std::string b = kToolsBody;
+  b.pop_back();
+  return b + "," + extra + "}";
+}
+
+TEST_F(RequestPreparationTest, ToolChoiceAutoIsALazyConstraint) {
+  ConstraintCache cache;
+  ctx_.constraints = &cache;
+  const auto v = Prepare(Post(kToolsBody));  // tool_choice defaults to auto
+  const PreparedRequest& p = Ok(v);
+  EXPECT_EQ(p.tool_choice, "auto");
+  EXPECT_FALSE(p.tool_call_array);  // one call object, even with parallel_tool_calls
+  ASSERT_TRUE(p.constraint);
+  ASSERT_EQ(p.prompts.size(), 1u);
+  // SmolLM2's template has no call marker: a call object at the start.
+  EXPECT_EQ(p.prompts[0].constraint_trigger.text, "{\"name\"");
+  EXPECT_TRUE(p.prompts[0].constraint_trigger.at_start);
+  EXPECT_EQ(p.prompts[0].constraint, p.constraint);
+
+  // Forced calls have no trigger.
+  const auto req = Prepare(Post(ToolsWith(R"("tool_choice":"required")")));
+  EXPECT_EQ(Ok(req).tool_choice, "required");
+  EXPECT_TRUE(Ok(req).prompts[0].constraint_trigger.text.empty());
+  EXPECT_TRUE(Ok(req).tool_call_array);
+  // With response_format the answer takes the format: "auto" is "none".
+  const auto rf = Prepare(Post(ToolsWith(R"("response_format":{"type":"json_object"})")));
+  EXPECT_EQ(Ok(rf).tool_choice, "none");
+  EXPECT_TRUE(Ok(rf).prompts[0].constraint_trigger.text.empty());
+
+  // Decided before generation (the Responses API): a call until a tool result.
+  ctx_.detect_auto_tool_calls = false;
+  const auto before = Prepare(Post(kToolsBody));
+  EXPECT_EQ(Ok(before).tool_choice, "required");
+  EXPECT_TRUE(Ok(before).prompts[0].constraint_trigger.text.empty());
+}
+
 TEST(RemoteHost, DropsThePort) {
   EXPECT_EQ(RemoteHost("127.0.0.1:5555"), "127.0.0.1");
   EXPECT_EQ(RemoteHost("[::1]:5555"), "::1");

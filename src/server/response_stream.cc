@@ -1,6 +1,7 @@
 #include "server/response_stream.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "server/openai_logprobs.h"
 #include "server/openai_tools.h"
@@ -92,6 +93,8 @@ ResponseStream::ResponseStream(Options options, std::shared_ptr<http::Responder>
   text_offset_.assign(n_choices, 0);
   if (opts_.tool_calls && opts_.stream)
     tool_parsers_.assign(n_choices, api::ToolCallParser(opts_.tool_call_array));
+  in_call_.assign(n_choices, 0);
+  call_text_.resize(n_choices);
   last_token_at_.assign(n_choices, {});
 }
 
@@ -165,19 +168,49 @@ void ResponseStream::StreamOutput(int index, int prompt_index, const SequenceOut
   const auto& o = opts_;
   StartStream();
   const api::Usage* usage = UsageSoFar();
-  if (!role_sent_[index] && o.endpoint == api::Endpoint::kChatCompletions) {
+  // "auto": the role chunk waits for the first text, so that a call from the
+  // start says content null too.
+  const bool call_now = in_call_[index] || out.constrained_from == 0;
+  const bool wait = o.tool_calls_auto && out.text.empty() && !out.finished && !call_now;
+  if (!role_sent_[index] && o.endpoint == api::Endpoint::kChatCompletions && !wait) {
     role_sent_[index] = 1;
     // The role chunk comes before this output's tokens (as vLLM counts it).
     // A forced tool call has no text: its first delta says content null, as
     // OpenAI's does (clients such as llama.cpp's tests refuse "" there).
-    res_->Write(o.tool_calls ? api::SseDeltaChunk(o.id, o.model_id, o.created_unix, index,
+    const bool null_content = o.tool_calls && (!o.tool_calls_auto || call_now);
+    res_->Write(null_content ? api::SseDeltaChunk(o.id, o.model_id, o.created_unix, index,
                                                   {{"role", "assistant"}, {"content", nullptr}},
                                                   std::nullopt, usage)
                              : api::SseChunk(o.endpoint, o.id, o.model_id, o.created_unix, index,
                                              "assistant", "", std::nullopt, usage));
   }
   usage_so_far_.completion_tokens += static_cast<int64_t>(out.new_tokens.size());
+  if (o.tool_calls_auto) return StreamAuto(index, prompt_index, out, usage);
   if (o.tool_calls) return StreamToolCalls(index, out, usage);
+  StreamText(index, prompt_index, out, usage);
+}
+
+void ResponseStream::StreamAuto(int index, int prompt_index, const SequenceOutput& out,
+                                const api::Usage* usage) {
+  if (in_call_[index]) return StreamToolCalls(index, out, usage);
+  if (out.constrained_from < 0) return StreamText(index, prompt_index, out, usage);
+  // The trigger fired in this output: the text before it (with every token
+  // record) is content, the rest is the call's first bytes.
+  in_call_[index] = 1;
+  const auto from = static_cast<size_t>(out.constrained_from);
+  SequenceOutput content = out;
+  content.text.resize(from);
+  content.finished = false;
+  StreamText(index, prompt_index, content, usage);
+  SequenceOutput call = out;
+  call.text.erase(0, from);
+  call.logprobs.clear();
+  StreamToolCalls(index, call, usage);
+}
+
+void ResponseStream::StreamText(int index, int prompt_index, const SequenceOutput& out,
+                                const api::Usage* usage) {
+  const auto& o = opts_;
   // Each chunk carries the records of the tokens whose text it sends; the
   // records of held-back text wait for the chunk that sends it (at the
   // latest the final one).
@@ -229,16 +262,13 @@ void ResponseStream::StreamToolCalls(int index, const SequenceOutput& out,
                                  o.logprobs >= 0 ? &lp : nullptr));
 }
 
-void ResponseStream::FinishToolCalls(api::Choice& ch) {
+void ResponseStream::FinishToolCalls(api::Choice& ch, const std::string& call_text) {
   api::ToolCallParser p(opts_.tool_call_array);
   std::vector<api::ToolCallDelta> deltas;
-  p.Feed(ch.text, &deltas);
-  if (!p.complete()) {
-    // Cut off (finish_reason "length"): the call's unfinished JSON is the
-    // grammar's wrapper, not text the model wrote for the client.
-    ch.text.clear();
-    return;
-  }
+  p.Feed(call_text, &deltas);
+  // Cut off (finish_reason "length"): the call's unfinished JSON is the
+  // grammar's wrapper, not text the model wrote for the client.
+  if (!p.complete()) return;
   nlohmann::ordered_json calls = nlohmann::ordered_json::array();
   for (const api::ToolCallDelta& d : deltas) {
     if (!d.name.empty()) {
@@ -297,6 +327,13 @@ void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out, const
   if (!out.prompt_logprobs.empty()) lp_prompt_[index] = out.prompt_logprobs;
   if (opts_.stream) {
     StreamOutput(index, prompt_index, out);
+  } else if (opts_.tool_calls_auto && (in_call_[index] || out.constrained_from >= 0)) {
+    const size_t from = in_call_[index] ? 0 : static_cast<size_t>(out.constrained_from);
+    in_call_[index] = 1;
+    ch.text.append(out.text, 0, from);
+    call_text_[index].append(out.text, from);
+    auto& lp = lp_pending_[index];
+    lp.insert(lp.end(), out.logprobs.begin(), out.logprobs.end());
   } else {
     ch.text += TakeEcho(index, prompt_index) + out.text;
     auto& lp = lp_pending_[index];
@@ -308,8 +345,10 @@ void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out, const
 
   ch.finish_reason = std::string(FinishName(out.reason));
   if (opts_.tool_calls) {
-    if (!opts_.stream)
-      FinishToolCalls(ch);
+    if (!opts_.stream && opts_.tool_calls_auto)
+      FinishToolCalls(ch, call_text_[index]);  // content stays what came before the call
+    else if (!opts_.stream)
+      FinishToolCalls(ch, std::exchange(ch.text, std::string()));
     else if (tool_parsers_[static_cast<size_t>(index)].complete())
       ch.finish_reason = "tool_calls";
   }

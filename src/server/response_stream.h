@@ -70,6 +70,9 @@ class ResponseStream {
     // "tool_calls"); tool_call_array: a JSON array of calls.
     bool tool_calls = false;
     bool tool_call_array = false;
+    // With tool_calls, tool_choice "auto": the text is content until the
+    // engine's SequenceOutput::constrained_from, the call from there on.
+    bool tool_calls_auto = false;
   };
   using DoneCallback = std::function<void(const ResponseSummary&)>;
 
@@ -91,13 +94,18 @@ class ResponseStream {
   void CancelEngineRequests();
   void Fail(const SequenceOutput& out, const Status& error);
   void StreamOutput(int index, int prompt_index, const SequenceOutput& out);
+  // Streams an output's text (and its final chunk) as content deltas.
+  void StreamText(int index, int prompt_index, const SequenceOutput& out, const api::Usage* usage);
+  // tool_choice "auto": the output's content part as text, its call part as
+  // tool-call deltas.
+  void StreamAuto(int index, int prompt_index, const SequenceOutput& out, const api::Usage* usage);
   // The echoed prompt text of a choice's first output ("" otherwise).
   std::string TakeEcho(int index, int prompt_index);
   // Tool calls: streams a chunk's tool-call deltas (and the final chunk).
   void StreamToolCalls(int index, const SequenceOutput& out, const api::Usage* usage);
-  // Tool calls, non-streaming: the finished text -> message.tool_calls
-  // (unless it was cut off: then it stays text).
-  void FinishToolCalls(api::Choice& ch);
+  // Tool calls, non-streaming: the call's finished text -> message.tool_calls
+  // and finish_reason "tool_calls" (unless it was cut off: then nothing).
+  void FinishToolCalls(api::Choice& ch, const std::string& call_text);
   // Chat: {"content": [...]}; completions: the legacy object. `prompt` are
   // echoed prompt records (the first without a logprob).
   nlohmann::ordered_json LogprobsJson(int index, std::span<const TokenLogprob> prompt,
@@ -129,6 +137,10 @@ class ResponseStream {
   std::vector<std::vector<TokenLogprob>> lp_prompt_;
   std::vector<int64_t> text_offset_;
   std::vector<api::ToolCallParser> tool_parsers_;  // streaming tool calls, per choice
+  // tool_choice "auto", per choice: the trigger fired; the call's text
+  // (non-streaming).
+  std::vector<uint8_t> in_call_;
+  std::vector<std::string> call_text_;
   std::vector<Clock::time_point> last_token_at_;
   std::optional<Clock::time_point> t_first_;
   Clock::time_point t_last_;

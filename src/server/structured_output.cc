@@ -62,6 +62,30 @@ std::variant<PreparedConstraint, api::ApiError> PrepareConstraint(ConstraintCach
   return out;
 }
 
+std::variant<PreparedConstraint, api::ApiError> PrepareGuidedConstraint(ConstraintCache* cache,
+                                                                        const api::GuidedSpec& g) {
+  ConstraintSpec spec;
+  spec.kind = g.kind == api::GuidedSpec::Kind::kRegex   ? ConstraintSpec::Kind::kRegex
+              : g.kind == api::GuidedSpec::Kind::kChoice ? ConstraintSpec::Kind::kChoice
+                                                         : ConstraintSpec::Kind::kGrammar;
+  spec.schema = g.text;
+  bool hit = false;
+  auto compiled = cache ? cache->Get(spec, &hit) : CompileConstraint(spec);
+  if (!compiled.ok()) {
+    const char* what = g.kind == api::GuidedSpec::Kind::kRegex    ? "regular expression"
+                       : g.kind == api::GuidedSpec::Kind::kChoice ? "choice list"
+                                                                  : "GBNF grammar";
+    return MakeApiError(400, "invalid_request_error",
+                        fmt::format("'{}' is not a usable {}: {}", g.param, what,
+                                    compiled.status().message()),
+                        "invalid_value", g.param);
+  }
+  PreparedConstraint out;
+  out.constraint = *compiled;
+  out.compiled_now = !hit;
+  return out;
+}
+
 std::string UnenforcedKeywordsHeaderValue(const std::vector<UnenforcedKeyword>& unenforced) {
   std::string out;
   for (const auto& u : unenforced) {

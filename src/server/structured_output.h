@@ -33,6 +33,13 @@ struct PreparedConstraint {
 std::variant<PreparedConstraint, api::ApiError> PrepareConstraint(ConstraintCache* cache,
                                                                   const api::ResponseFormat& rf);
 
+// vLLM's structured_outputs regex / choice / grammar: the compiled
+// constraint, or a 400 invalid_value naming the field and what is wrong
+// with it (a syntax error with its line:column, an unsupported regex
+// feature). `cache` may be null.
+std::variant<PreparedConstraint, api::ApiError> PrepareGuidedConstraint(ConstraintCache* cache,
+                                                                        const api::GuidedSpec& g);
+
 // "pattern@/properties/zip,format@/properties/d": bytes outside printable
 // ASCII, '%' and ',' inside an entry are %XX-escaped; cut to
 // kMaxUnenforcedHeaderBytes.
