@@ -45,6 +45,7 @@ Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOption
           }(),
           &pool_),
       outputs_(tokenizer, context_limit_),
+      speculator_(options.speculative),
       t0_(Clock::now()) {
   if (options.prefault_kv) kv_.Prefault();
 }
@@ -111,6 +112,8 @@ Status Engine::Add(int64_t request_id, GenerationRequest r) {
                 : RootBlockHash(r.cache_salt);
   st.tenant = std::hash<std::string>{}(r.tenant);
   RETURN_IF_ERROR(scheduler_.Add(std::move(st)));
+  // Constrained sequences decode plainly (speculator.h).
+  if (r.speculate && !r.constraint) speculator_.Track(next_seq_id_);
   outputs_.Add(request_id, next_seq_id_++, r);
   return Status::Ok();
 }
@@ -128,7 +131,14 @@ void Engine::ApplyCancels(std::vector<SequenceOutput>* outputs) {
   for (int64_t rid : cancels_)
     outputs_.FinishRequest(rid, FinishReason::kCancelled, scheduler_, outputs);
   cancels_.clear();
-  for (int64_t sid : outputs_.TakeFinished()) scheduler_.Abort(sid);
+  ReleaseFinished();
+}
+
+void Engine::ReleaseFinished() {
+  for (int64_t sid : outputs_.TakeFinished()) {
+    scheduler_.Abort(sid);
+    speculator_.Forget(sid);
+  }
 }
 
 Status Engine::RunForward(const SchedulerOutput& so) {
@@ -141,6 +151,14 @@ Status Engine::RunForward(const SchedulerOutput& so) {
     // Prompt logprobs (echo) need every position's row; nobody else pays.
     const bool all = c.pos_begin < st->num_prompt && outputs_.WantsAllLogits(c);
     all_rows_.push_back(all ? 1 : 0);
+    if (!c.draft.empty()) {
+      // A decode with draft tokens: every position's row is verified.
+      draft_tokens_.assign(st->tokens.begin() + c.pos_begin,
+                           st->tokens.begin() + c.pos_begin + c.n_tokens);
+      draft_tokens_.insert(draft_tokens_.end(), c.draft.begin(), c.draft.end());
+      batch_.Add(draft_tokens_, c.pos_begin, st->blocks, BatchSequence::Logits::kAll);
+      continue;
+    }
     batch_.Add(std::span<const int32_t>(st->tokens).subspan(c.pos_begin, c.n_tokens), c.pos_begin,
                st->blocks,
                all        ? BatchSequence::Logits::kAll
@@ -160,6 +178,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
   // Cancelled requests leave before any work is scheduled for them.
   ApplyCancels(outputs);
   Status status = Status::Ok();
+  if (speculator_.enabled()) speculator_.Propose(scheduler_);
   SchedulerOutput so = scheduler_.Schedule(Now());
   for (int64_t sid : so.expired)
     outputs_.FinishSequence(sid, FinishReason::kDeadline, scheduler_, outputs);
@@ -175,11 +194,18 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
           so.chunks, logits_, model_.config().vocab, scheduler_, [this] { return next_seq_id_++; },
           &results_, outputs, all_rows_);
       last_step_.grammar_mask_s = outputs_.TakeGrammarMaskTimes();
+      if (speculator_.enabled()) {
+        for (const SeqResult& r : results_)  // forks of a speculating sequence speculate too
+          if (speculator_.Tracks(r.id))
+            for (const auto& [child, token] : r.forks) speculator_.Track(child);
+        speculator_.Observe(so.chunks, results_, static_cast<int64_t>(batch_.tokens.size()),
+                            last_step_.forward_s, &last_step_);
+      }
       scheduler_.UpdateFromOutput(so, results_);
     }
   }
   // Finished sequences give their blocks back (no-op unless still held).
-  for (int64_t sid : outputs_.TakeFinished()) scheduler_.Abort(sid);
+  ReleaseFinished();
   return status;
 }
 

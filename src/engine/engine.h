@@ -6,6 +6,10 @@
 //
 //   schedule -> forward -> process outputs -> update scheduler
 //
+// With speculative decoding on (EngineOptions::speculative), the speculator
+// proposes drafts before the schedule, draft positions join their decode
+// chunks in the forward pass, and the output processor verifies them.
+//
 // Single-threaded: one thread calls Add(), Cancel() and Step() (the engine
 // thread, engine/engine_loop.h). A cancelled request leaves at the start of
 // the next step, so its KV blocks are free within one step.
@@ -20,6 +24,7 @@
 #include "engine/kv_block_pool.h"
 #include "engine/output_processor.h"
 #include "engine/scheduler.h"
+#include "engine/speculator.h"
 #include "model/batch.h"
 #include "model/kv_cache.h"
 #include "model/llama_model.h"
@@ -43,6 +48,7 @@ struct EngineOptions {
   int max_waiting[kNumPriorities] = {256, 1024};
   int64_t max_context_tokens = 0;  // 0 = the model's context length
   bool prefault_kv = false;        // commit the KV pool's memory at construction
+  SpeculativeOptions speculative;  // off by default (method none)
 };
 
 class Engine {
@@ -80,6 +86,8 @@ class Engine {
 
  private:
   void ApplyCancels(std::vector<SequenceOutput>* outputs);
+  // Finished sequences give their blocks back and leave the speculator.
+  void ReleaseFinished();
   Status RunForward(const SchedulerOutput& so);
 
   LlamaModel& model_;
@@ -90,13 +98,15 @@ class Engine {
   KvBlockPool pool_;
   Scheduler scheduler_;
   OutputProcessor outputs_;
+  Speculator speculator_;
   Clock::time_point t0_;
   int64_t next_seq_id_ = 1;
   int64_t next_request_id_ = 1;
   std::vector<int64_t> cancels_;
   Batch batch_;
   std::vector<float> logits_;
-  std::vector<uint8_t> all_rows_;  // per scheduled chunk: every position's logits (echo)
+  std::vector<uint8_t> all_rows_;      // per scheduled chunk: every position's logits (echo)
+  std::vector<int32_t> draft_tokens_;  // a drafted decode's positions (scratch)
   std::vector<SeqResult> results_;
   StepStats last_step_;
 };

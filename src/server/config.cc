@@ -33,6 +33,7 @@ constexpr std::string_view kPrecisions[] = {"native", "f32",  "f16",  "bf16", "q
 
 constexpr std::string_view kUnknownFieldModes[] = {"reject", "ignore"};
 constexpr std::string_view kModelNameModes[] = {"exact", "any"};
+constexpr std::string_view kSpeculativeMethods[] = {"none", "ngram"};
 
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
 
@@ -46,6 +47,7 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
   auto& v = c.server;
   auto& l = c.limits;
   auto& g = c.logging;
+  auto& sp = c.speculative;
   constexpr int64_t kIntMax = 2147483647;
   constexpr double kDay = 86400;
   return {
@@ -104,6 +106,16 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"max_timeout_s", r.Seconds(&l.max_timeout_s, true, 7 * kDay)},
            {"max_stop_strings", r.Int(&l.max_stop_strings, 0, 64)},
            {"max_prompts_per_request", r.Int(&l.max_prompts_per_request, 1, 4096)},
+       }},
+      {"speculative",
+       {
+           {"method", r.OneOf(&sp.method, kSpeculativeMethods)},
+           {"num_tokens", r.Int(&sp.num_tokens, 1, 16)},
+           {"ngram_min", r.Int(&sp.ngram_min, 1, 8)},
+           {"ngram_max", r.Int(&sp.ngram_max, 1, 8)},
+           {"max_batch", r.Int(&sp.max_batch, 1, 65536)},
+           {"min_gain_percent", r.Int(&sp.min_gain_percent, 0, 900)},
+           {"adaptive", r.Bool(&sp.adaptive)},
        }},
       {"logging",
        {
@@ -230,6 +242,11 @@ Status CheckConsistency(const Reader& r, const InferenceConfig& c) {
     return r.Error(line("limits.default_max_tokens", "limits.max_tokens"),
                    "limits.default_max_tokens ({}) must not exceed limits.max_tokens ({})",
                    c.limits.default_max_tokens, c.limits.max_tokens);
+  }
+  if (c.speculative.ngram_min > c.speculative.ngram_max) {
+    return r.Error(line("speculative.ngram_min", "speculative.ngram_max"),
+                   "speculative.ngram_min ({}) must not exceed speculative.ngram_max ({})",
+                   c.speculative.ngram_min, c.speculative.ngram_max);
   }
   if (c.limits.default_timeout_s > c.limits.max_timeout_s) {
     return r.Error(line("limits.default_timeout_s", "limits.max_timeout_s"),

@@ -97,6 +97,17 @@ struct InferenceConfig {
     std::string access_log_path = "-";
     bool operator==(const Logging&) const = default;
   } logging;
+  // Speculative decoding (engine/speculator.h): off unless method is set.
+  struct Speculative {
+    std::string method = "none";  // none | ngram (prompt lookup)
+    int num_tokens = 4;           // most draft tokens per sequence per step
+    int ngram_min = 1;            // ngram: shortest and longest match
+    int ngram_max = 4;
+    int max_batch = 8;         // no drafts while more sequences than this run
+    int min_gain_percent = 5;  // draft only when the policy expects this much speedup
+    bool adaptive = true;      // false: always draft num_tokens (up to max_batch)
+    bool operator==(const Speculative&) const = default;
+  } speculative;
   std::vector<ApiKeyConfig> keys;  // empty = no authentication
   bool operator==(const InferenceConfig&) const = default;
 };

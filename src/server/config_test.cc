@@ -169,20 +169,21 @@ keys:
 }
 
 TEST(ConfigTest, UnknownKey) {
-  EXPECT_EQ(ErrorOf("model: {precision: fp8}\n"
-                    "# a comment\n"
-                    "scheduler: {max_batch_tokenz: 16}\n"),
-            "inference.yaml:3: unknown key 'max_batch_tokenz' in 'scheduler' (allowed: "
-            "continuous_batching, max_concurrent_sequences, max_batch_tokens, "
-            "prefill_chunk_tokens, threads, kv_cache_bytes, aging_seconds, fair_share); did you mean "
-            "'max_batch_tokens'?");
+  EXPECT_EQ(
+      ErrorOf("model: {precision: fp8}\n"
+              "# a comment\n"
+              "scheduler: {max_batch_tokenz: 16}\n"),
+      "inference.yaml:3: unknown key 'max_batch_tokenz' in 'scheduler' (allowed: "
+      "continuous_batching, max_concurrent_sequences, max_batch_tokens, "
+      "prefill_chunk_tokens, threads, kv_cache_bytes, aging_seconds, fair_share); did you mean "
+      "'max_batch_tokens'?");
   EXPECT_EQ(ErrorOf("server:\n  host: x\n  colour: blue\n"),
             "inference.yaml:3: unknown key 'colour' in 'server' (allowed: host, port, "
             "http_threads, max_body_bytes, request_timeout_s, idle_timeout_s, max_connections, "
             "drain_grace_s, metrics_require_key, unknown_request_fields, model_names)");
   EXPECT_EQ(ErrorOf("modle: {}\n"),
             "inference.yaml:1: unknown top-level key 'modle' (allowed: model, scheduler, cache, "
-            "response, server, limits, logging, keys); did you mean 'model'?");
+            "response, server, limits, speculative, logging, keys); did you mean 'model'?");
   // A key in the wrong place points at where it belongs.
   EXPECT_THAT(ErrorOf("port: 8000\n"), HasSubstr("; 'port' belongs in 'server'"));
   EXPECT_THAT(ErrorOf("scheduler: {prefix_cache: true}\n"),
@@ -405,7 +406,7 @@ TEST(ConfigTest, SyntaxErrorsNameTheLine) {
 TEST(ConfigTest, TopLevelMustBeAMap) {
   EXPECT_EQ(ErrorOf("- model\n- scheduler\n"),
             "inference.yaml:1: top level: expected a map with keys model, scheduler, cache, "
-            "response, server, limits, logging, keys, got a sequence");
+            "response, server, limits, speculative, logging, keys, got a sequence");
   EXPECT_THAT(ErrorOf("just words\n"), HasSubstr("top level: expected a map"));
   EXPECT_THAT(ErrorOf("model: {}\n---\nserver: {}\n"),
               HasSubstr("inference.yaml:2: only one YAML document is allowed"));
@@ -564,6 +565,36 @@ TEST(ConfigTest, GarbageNeverThrows) {
   // Deep nesting and alias bombs stay bounded.
   EXPECT_FALSE(ParseInferenceConfig(std::string(100000, '['), kFile).ok());
   EXPECT_FALSE(ParseInferenceConfig("a: &a [x]\nb: *a\nc: *zz\n", kFile).ok());
+}
+
+}  // namespace
+}  // namespace brisk
+
+namespace brisk {
+namespace {
+
+TEST(ConfigTest, Speculative) {
+  auto c = ParseInferenceConfig(
+      "speculative: {method: ngram, num_tokens: 6, ngram_min: 2, ngram_max: 5, max_batch: 4, "
+      "min_gain_percent: 10, adaptive: false}\n",
+      "inference.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->speculative.method, "ngram");
+  EXPECT_EQ(c->speculative.num_tokens, 6);
+  EXPECT_EQ(c->speculative.ngram_min, 2);
+  EXPECT_EQ(c->speculative.ngram_max, 5);
+  EXPECT_EQ(c->speculative.max_batch, 4);
+  EXPECT_EQ(c->speculative.min_gain_percent, 10);
+  EXPECT_FALSE(c->speculative.adaptive);
+  EXPECT_EQ(ParseInferenceConfig("", "x")->speculative.method, "none");  // off by default
+  for (const char* bad : {"speculative: {method: medusa}\n", "speculative: {num_tokens: 0}\n",
+                          "speculative: {ngram_min: 4, ngram_max: 2}\n",
+                          "speculative: {draft_model: x.gguf}\n"}) {
+    auto r = ParseInferenceConfig(bad, "inference.yaml");
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("speculative"), std::string::npos)
+        << r.status().message();
+  }
 }
 
 }  // namespace

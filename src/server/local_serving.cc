@@ -18,6 +18,15 @@ EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threa
   eo.max_waiting[1] = config.limits.max_queue_batch;
   eo.max_context_tokens = config.model.max_context_tokens;
   eo.prefault_kv = true;  // first requests do not pay the KV pool's page faults
+  const auto& sp = config.speculative;
+  eo.speculative.method =
+      sp.method == "ngram" ? SpeculativeOptions::Method::kNgram : SpeculativeOptions::Method::kNone;
+  eo.speculative.num_tokens = sp.num_tokens;
+  eo.speculative.ngram_min = sp.ngram_min;
+  eo.speculative.ngram_max = sp.ngram_max;
+  eo.speculative.max_batch = sp.max_batch;
+  eo.speculative.min_gain = 1.0 + sp.min_gain_percent / 100.0;
+  eo.speculative.adaptive = sp.adaptive;
   return eo;
 }
 

@@ -84,6 +84,9 @@ Problem ParseVllmExtensions(const Json& body, ApiRequest* req) {
   if (const Json* v = Get(body, "skip_special_tokens")) {
     BRISK_API_TRY(ReadBool(*v, "skip_special_tokens", &req->skip_special_tokens));
   }
+  if (const Json* v = Get(body, "speculative")) {
+    BRISK_API_TRY(ReadBool(*v, "speculative", &req->speculative));
+  }
   return std::nullopt;
 }
 

@@ -53,6 +53,7 @@ constexpr KnownField kKnownFields[] = {
     {"stop_token_ids", kBoth},
     {"include_stop_str_in_output", kBoth},
     {"skip_special_tokens", kBoth},
+    {"speculative", kBoth},  // extension: false opts out of speculative decoding
     {"priority", kBoth},
     {"timeout", kBoth},
     {"structured_outputs", kBoth},  // vLLM (openai_guided.h)

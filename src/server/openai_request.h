@@ -170,6 +170,9 @@ struct ApiRequest {
   std::vector<int32_t> stop_token_ids;
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
+  // Extension "speculative": false opts this request out of speculative
+  // decoding (when the server has it on; the output distribution is the same).
+  bool speculative = true;
   std::string user;
   std::optional<Priority> priority;  // extension: "priority": "interactive" | "batch"
   std::optional<double> timeout_s;   // extension: "timeout": seconds, finite, > 0

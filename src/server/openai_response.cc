@@ -18,6 +18,7 @@ Json UsageJson(const Usage& u) {
   j["completion_tokens"] = u.completion_tokens;
   j["total_tokens"] = u.prompt_tokens + u.completion_tokens;
   j["prompt_tokens_details"] = Json{{"cached_tokens", u.cached_tokens}};
+  if (u.accepted_draft_tokens > 0) j["speculative_accepted_tokens"] = u.accepted_draft_tokens;
   return j;
 }
 

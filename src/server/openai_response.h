@@ -19,6 +19,9 @@ struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+  // Speculative decoding: completion tokens that were accepted draft tokens.
+  // Sent (as the extension usage.speculative_accepted_tokens) only when > 0.
+  int64_t accepted_draft_tokens = 0;
 };
 
 // {"error": {"message", "type", "param", "code"}}

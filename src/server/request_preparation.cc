@@ -365,6 +365,7 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
     g.stop_token_ids = ar.stop_token_ids;
     g.include_stop_str_in_output = ar.include_stop_str_in_output;
     g.skip_special_tokens = ar.skip_special_tokens;
+    g.speculate = ar.speculative;
     g.priority = out.priority;
     g.arrival = arrival;
     g.deadline = deadline;

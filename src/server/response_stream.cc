@@ -353,6 +353,7 @@ void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out, const
       ch.finish_reason = "tool_calls";
   }
   usage_.completion_tokens += out.completion_tokens;
+  usage_.accepted_draft_tokens += out.accepted_draft_tokens;
   if (out.index == 0) {
     usage_.prompt_tokens += out.prompt_tokens;
     usage_.cached_tokens += out.cached_tokens;

@@ -1,5 +1,6 @@
 #include "server/server_metrics.h"
 
+#include <string>
 #include <vector>
 
 namespace brisk {
@@ -57,10 +58,28 @@ ServerMetrics::ServerMetrics(metrics::Registry& r) {
                      "Constrained requests that ended without a complete value, by reason "
                      "(length: max_tokens or the context ran out mid-value).",
                      {{"reason", reason}});
+  spec_drafts = r.GetCounter("brisk:spec_decode_num_drafts_total",
+                             "Speculative decoding: drafts verified (one per sequence and step).");
+  spec_draft_tokens = r.GetCounter("brisk:spec_decode_num_draft_tokens_total",
+                                   "Speculative decoding: draft tokens verified.");
+  spec_accepted_tokens = r.GetCounter("brisk:spec_decode_num_accepted_tokens_total",
+                                      "Speculative decoding: draft tokens accepted.");
+  for (int pos = 0; pos < 16; ++pos)
+    spec_accepted_per_pos.push_back(
+        r.GetCounter("brisk:spec_decode_num_accepted_tokens_per_pos_total",
+                     "Speculative decoding: drafts whose token at this position was accepted.",
+                     {{"position", std::to_string(pos)}}));
 }
 
 void ServerMetrics::ObserveStep(const StepStats& s) {
   for (double m : s.grammar_mask_s) grammar_mask->Observe(m);
+  if (s.spec_drafts > 0) {
+    spec_drafts->Inc(s.spec_drafts);
+    spec_draft_tokens->Inc(s.spec_draft_tokens);
+    spec_accepted_tokens->Inc(s.spec_accepted_tokens);
+    for (size_t i = 0; i < s.spec_accepted_per_pos.size() && i < spec_accepted_per_pos.size(); ++i)
+      spec_accepted_per_pos[i]->Inc(s.spec_accepted_per_pos[i]);
+  }
   if (s.sequences == 0) return;
   step->Observe(s.forward_s);
   step_tokens_prefill->Inc(s.prefill_tokens);

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "engine/engine_client.h"
 #include "server/metrics.h"
@@ -31,6 +32,9 @@ class ServerMetrics {
   metrics::Counter* constrained_requests;
   metrics::Histogram *grammar_compile, *grammar_mask;
   std::map<std::string, metrics::Counter*> structured_output_failures;
+  // Speculative decoding (vLLM's names, brisk: prefix).
+  metrics::Counter *spec_drafts, *spec_draft_tokens, *spec_accepted_tokens;
+  std::vector<metrics::Counter*> spec_accepted_per_pos;  // by draft position
 };
 
 }  // namespace brisk

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Speculative decoding (issue 15): the same workloads with speculation off and
+on, measured with `brisk bench` against `brisk serve` in the same run, off and
+on alternating (A B A B ...) because this machine is noisy.
+
+  python3 bench/speculative.py                      # default model, all workloads
+  python3 bench/speculative.py --model models/gemma-3-270m-q4_k_m.gguf
+  python3 bench/speculative.py --workloads grounded --rounds 3
+
+Workloads (prompts written here, not taken from any data set):
+  grounded     input-grounded single stream: rewrite this code with a change,
+               copy this JSON with one field changed, extract the sentences
+               about X: outputs that copy from the prompt (where prompt
+               lookup pays)
+  chat         open chat single stream (the `conversation` workload of
+               `brisk bench`: little to copy)
+  grounded16 / grounded32
+               the grounded prompts at 16 and 32 concurrent streams (where
+               speculation must not cost throughput)
+
+Greedy (temperature 0) so that both runs produce the same tokens: the speedup
+is then the same work done faster, and the script checks the outputs match.
+Results: bench/results/speculative/*.json and a markdown table on stdout.
+"""
+import argparse
+import json
+import os
+import pathlib
+import random
+import statistics
+import sys
+import tempfile
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_scenarios import BRISK, Server, bench, pct  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+OUT = REPO / "bench" / "results" / "speculative"
+
+NAMES = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy",
+         "mallory", "niaj", "olivia", "peggy", "rupert", "sybil", "trent", "victor", "walter"]
+CITIES = ["Lisbon", "Oslo", "Kyoto", "Lima", "Cairo", "Quito", "Perth", "Riga", "Turin", "Porto"]
+
+CODE = [
+    '''def mean(values):
+    total = 0
+    for v in values:
+        total += v
+    return total / len(values)''',
+    '''def parse_pairs(text):
+    out = {}
+    for line in text.splitlines():
+        if "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out''',
+    '''class Counter:
+    def __init__(self):
+        self.counts = {}
+
+    def add(self, item):
+        self.counts[item] = self.counts.get(item, 0) + 1
+
+    def most_common(self):
+        return max(self.counts, key=self.counts.get)''',
+    '''def fizzbuzz(n):
+    result = []
+    for i in range(1, n + 1):
+        if i % 15 == 0:
+            result.append("FizzBuzz")
+        elif i % 3 == 0:
+            result.append("Fizz")
+        elif i % 5 == 0:
+            result.append("Buzz")
+        else:
+            result.append(str(i))
+    return result''',
+]
+
+
+def grounded_prompts(seed=0):
+    """Prompts whose answers copy from the prompt."""
+    rng = random.Random(seed)
+    prompts = []
+    for i, code in enumerate(CODE):
+        prompts.append(f"Rename the function's variables to longer descriptive names and "
+                       f"output the whole code again:\n\n{code}\n")
+        prompts.append(f"Add a docstring to this code and output the whole code:\n\n{code}\n")
+    for i in range(6):
+        people = [{"name": rng.choice(NAMES), "age": rng.randint(18, 90),
+                   "city": rng.choice(CITIES), "id": rng.randint(1000, 9999)}
+                  for _ in range(4)]
+        prompts.append("Copy this JSON exactly, but change every age to 30:\n\n"
+                       + json.dumps(people, indent=2) + "\n")
+    for i in range(6):
+        city = rng.choice(CITIES)
+        sents = []
+        for _ in range(10):
+            n, c = rng.choice(NAMES).title(), rng.choice(CITIES)
+            sents.append(f"{n} moved to {c} in {rng.randint(1990, 2020)} and works as a "
+                         f"{rng.choice(['baker', 'pilot', 'nurse', 'teacher', 'chemist'])}.")
+        prompts.append(f"Here are some facts:\n\n{' '.join(sents)}\n\nRepeat, word for word, "
+                       f"every sentence that mentions {city}.")
+    return [{"messages": [{"role": "user", "content": p}]} for p in prompts]
+
+
+def server_args(args, on):
+    cfg = pathlib.Path(tempfile.mkdtemp()) / "inference.yaml"
+    spec = (f"speculative: {{method: ngram, num_tokens: {args.num_tokens}, "
+            f"max_batch: {args.max_batch}, adaptive: {str(not args.always).lower()}}}\n"
+            if on else "")
+    cfg.write_text("scheduler: {max_concurrent_sequences: 64}\n" + spec)
+    a = ["--threads", str(args.threads), "--config", str(cfg)]
+    if args.model:
+        a += ["--model", args.model]
+    return a
+
+
+def metric_sum(url, name):
+    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            total += float(line.split()[-1])
+    return total
+
+
+def run_one(args, workload, on, prompts_file, tag):
+    s = Server(server_args(args, on), "on" if on else "off")
+    try:
+        common = ["--endpoint", "chat", "--temperature", "0", "--seed", "1", "--warmup", "2"]
+        if workload == "chat":
+            wl = ["--workload", "conversation", "--output-len", str(args.output_len),
+                  "--output-max", str(args.output_len), "--num-requests", "12",
+                  "--concurrency", "1"]
+        else:
+            conc = {"grounded": 1, "grounded16": 16, "grounded32": 32}[workload]
+            wl = ["--workload", "prompts", "--prompts", str(prompts_file),
+                  "--output-len", str(args.output_len),
+                  "--num-requests", str(20 if conc == 1 else 3 * conc),
+                  "--concurrency", str(conc)]
+        r = bench(s, OUT / f"{tag}.json", common + wl, tag)
+        r["_spec"] = {k: metric_sum(s.url, "brisk:spec_decode_" + k + "_total")
+                      for k in ("num_drafts", "num_draft_tokens", "num_accepted_tokens")}
+        r["_server_cmd"] = s.cmd
+    finally:
+        s.stop()
+    return r
+
+
+def outputs_of(r):
+    return {x["index"]: x.get("output_tokens") for x in r["requests"] if x["status"] == "ok"}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=2, help="off/on pairs per workload")
+    ap.add_argument("--num-tokens", type=int, default=4)
+    ap.add_argument("--max-batch", type=int, default=8)
+    ap.add_argument("--always", action="store_true",
+                    help="draft num_tokens every step (speculative.adaptive: false)")
+    ap.add_argument("--output-len", type=int, default=160)
+    ap.add_argument("--workloads", default="grounded,chat,grounded16,grounded32")
+    args = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    prompts_file = OUT / "grounded_prompts.jsonl"
+    prompts_file.write_text("".join(json.dumps(p) + "\n" for p in grounded_prompts()))
+    model = pathlib.Path(args.model).name if args.model else "default (SmolLM2-135M Q4_1)"
+    print(f"Model: {model}; {args.threads} threads; load average "
+          f"{os.getloadavg()[0]:.2f} at the start; brisk: {BRISK}\n")
+    print("| workload | off tok/s (per round) | on tok/s (per round) | on/off | "
+          "TPOT p50/p95 ms off | TPOT p50/p95 ms on | acceptance | accepted/draft |")
+    print("|---|---|---|---|---|---|---|---|")
+    for workload in args.workloads.split(","):
+        runs = {False: [], True: []}
+        for rnd in range(args.rounds):
+            for on in (False, True):
+                tag = f"{pathlib.Path(args.model).stem or 'default'}-{workload}-" \
+                      f"{'on' if on else 'off'}-{rnd}"
+                runs[on].append(run_one(args, workload, on, prompts_file, tag))
+        tput = {on: [r["summary"]["output_throughput"] for r in runs[on]] for on in runs}
+        ratio = statistics.median(tput[True]) / statistics.median(tput[False])
+        drafts = sum(r["_spec"]["num_drafts"] for r in runs[True])
+        dtok = sum(r["_spec"]["num_draft_tokens"] for r in runs[True])
+        acc = sum(r["_spec"]["num_accepted_tokens"] for r in runs[True])
+        rate = f"{acc / dtok:.2f}" if dtok else "n/a"
+        mean_acc = f"{acc / drafts:.2f} of {dtok / drafts:.2f}" if drafts else "no drafts"
+        same = all(outputs_of(a) == outputs_of(b) for a, b in zip(runs[False], runs[True]))
+        t = {on: runs[on][-1] for on in runs}
+        print(f"| {workload} | {' / '.join(f'{x:.1f}' for x in tput[False])} | "
+              f"{' / '.join(f'{x:.1f}' for x in tput[True])} | **{ratio:.2f}x** | "
+              f"{pct(t[False], 'tpot_ms', 'p50'):.1f} / {pct(t[False], 'tpot_ms', 'p95'):.1f} | "
+              f"{pct(t[True], 'tpot_ms', 'p50'):.1f} / {pct(t[True], 'tpot_ms', 'p95'):.1f} | "
+              f"{rate} | {mean_acc} |" + ("" if same else " output lengths differ!"))
+        sys.stdout.flush()
+    print(f"\nLoad average at the end {os.getloadavg()[0]:.2f}. Commands: "
+          f"{runs[True][-1]['_server_cmd']}; {runs[True][-1]['_cmd']}")
+
+
+if __name__ == "__main__":
+    main()
