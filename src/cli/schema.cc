@@ -1,11 +1,14 @@
-// `brisk schema compile|check|bench`: a JSON Schema through the structured
-// output grammar without a model run (only the model's tokenizer is read).
+// `brisk schema compile|check|bench|suite`: a JSON Schema through the
+// structured output grammar without a model run (only the model's tokenizer
+// is read).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <sstream>
 
@@ -28,6 +31,9 @@ struct SchemaFlags {
   bool compact = false;
   int seed = 1;
   int runs = 5;
+  std::string jsonl;      // suite: cases, one JSON object a line ("-": stdin)
+  double timeout_s = 60;  // suite: per-schema budget for walking its tests
+  bool lenient = false;   // suite: CompileOptions::strict_defaults off
 };
 
 int Fail(const Status& s) {
@@ -226,6 +232,121 @@ int RunBench(const SchemaFlags& f) {
   return 0;
 }
 
+// One suite case: {"id", "schema", "tests": [{"text", "valid"}]}. Prints one
+// JSON line: compile outcome and seconds, the unenforced keywords, per test
+// whether the text was accepted token by token (every token in the mask and
+// advancing the matcher, then the end allowed), and every mask time (us).
+nlohmann::ordered_json RunSuiteCase(const nlohmann::ordered_json& c, const Tokenizer& tok,
+                                    TokenMasker& masker, double timeout_s,
+                                    const CompileOptions& options) {
+  nlohmann::ordered_json out;
+  out["id"] = c.contains("id") && c["id"].is_string() ? c["id"] : nlohmann::ordered_json("");
+  const std::string schema_text = c.contains("schema") ? c["schema"].dump() : "null";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto compiled = CompileJsonSchemaText(schema_text, options);
+  out["compile_s"] = Seconds(std::chrono::steady_clock::now() - t0).count();
+  if (!compiled.ok()) {
+    out["compiled"] = false;
+    out["error"] = compiled.status().ToString();
+    return out;
+  }
+  out["compiled"] = true;
+  auto& unenforced = out["unenforced"] = nlohmann::ordered_json::array();
+  for (const auto& u : compiled->unenforced) unenforced.push_back(u.ToString());
+  const auto deadline = std::chrono::steady_clock::now() + Seconds(timeout_s);
+  auto& tests = out["tests"] = nlohmann::ordered_json::array();
+  std::vector<double> times;
+  TokenBitmask mask;
+  const auto eos = tok.eos_id();
+  bool timed_out = false;
+  const auto& all_tests =
+      c.contains("tests") && c["tests"].is_array() ? c["tests"] : nlohmann::ordered_json::array();
+  for (const auto& t : all_tests) {
+    if (timed_out) break;
+    // A malformed test (not {"text": string, "valid": bool}) is skipped.
+    if (!t.is_object() || !t.contains("text") || !t["text"].is_string()) continue;
+    const std::string text = t["text"].get<std::string>();
+    const std::vector<int32_t> ids = tok.Encode(text, false, false);
+    GrammarMatcher m(&compiled->grammar);
+    nlohmann::ordered_json r;
+    r["valid"] = t.contains("valid") && t["valid"].is_boolean() && t["valid"].get<bool>();
+    r["tokens"] = ids.size();
+    int64_t rejected_at = -1;
+    bool mask_disagrees = false;
+    for (size_t i = 0; i <= ids.size(); ++i) {
+      const auto m0 = std::chrono::steady_clock::now();
+      masker.Compute(m, &mask);
+      const auto m1 = std::chrono::steady_clock::now();
+      times.push_back(Seconds(m1 - m0).count());
+      if (m1 > deadline) {
+        timed_out = true;
+        break;
+      }
+      if (i == ids.size()) {
+        // The end: EOS must be in the mask exactly when the value is complete.
+        const bool end_ok = m.CanEnd();
+        if (eos && MaskHas(mask, *eos) != end_ok) mask_disagrees = true;
+        if (!end_ok) rejected_at = static_cast<int64_t>(i);
+        break;
+      }
+      const bool in_mask = MaskHas(mask, ids[i]);
+      const bool advanced = m.AdvanceBytes(tok.TokenToPiece(ids[i]));
+      if (in_mask != advanced) mask_disagrees = true;
+      if (!in_mask || !advanced) {
+        rejected_at = static_cast<int64_t>(i);
+        break;
+      }
+    }
+    if (timed_out) break;
+    r["accepted"] = rejected_at < 0;
+    if (rejected_at >= 0) r["rejected_at"] = rejected_at;
+    if (mask_disagrees) r["mask_disagrees"] = true;
+    tests.push_back(std::move(r));
+  }
+  if (timed_out) out["timeout"] = true;
+  auto& us = out["mask_us"] = nlohmann::ordered_json::array();
+  for (double s : times) us.push_back(std::round(s * 1e7) / 10);  // 0.1 us resolution
+  return out;
+}
+
+int RunSuite(const SchemaFlags& f) {
+  auto tok = LoadTokenizer(f.model);
+  if (!tok.ok()) return Fail(tok.status());
+  const auto t_trie = std::chrono::steady_clock::now();
+  auto trie = TokenTrie::Build(**tok);
+  nlohmann::ordered_json head;
+  head["model"] = f.model;
+  head["strict_defaults"] = !f.lenient;
+  head["vocab"] = (*tok)->vocab_size();
+  head["trie_nodes"] = trie->num_nodes();
+  head["trie_build_s"] = Seconds(std::chrono::steady_clock::now() - t_trie).count();
+  std::printf("%s\n", head.dump().c_str());
+  std::fflush(stdout);
+  std::ifstream file;
+  if (f.jsonl != "-") {
+    file.open(f.jsonl, std::ios::binary);
+    if (!file) return Fail(NotFound("cannot read {}", f.jsonl));
+  }
+  std::istream& in = f.jsonl == "-" ? std::cin : file;
+  TokenMasker masker(trie.get());
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto c = nlohmann::ordered_json::parse(line, nullptr, false);
+    nlohmann::ordered_json out;
+    if (c.is_discarded() || !c.is_object()) {
+      out["error"] = "case is not a JSON object";
+    } else {
+      CompileOptions options;
+      options.strict_defaults = !f.lenient;
+      out = RunSuiteCase(c, **tok, masker, f.timeout_s, options);
+    }
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 CommandRunner RegisterSchema(CLI::App& app) {
@@ -250,7 +371,19 @@ CommandRunner RegisterSchema(CLI::App& app) {
   bench->add_flag("--compact", f->compact, "re-serialize the instance compactly first");
   bench->add_option("--seed", f->seed, "seed of the generated instance");
   bench->add_option("--runs", f->runs, "mask computations per state (default 5)");
-  return [f, compile, check, bench]() -> int {
+  auto* suite = app.add_subcommand(
+      "suite", "Compile many schemas and walk their test instances (MaskBench-style JSON lines)");
+  suite
+      ->add_option("jsonl", f->jsonl,
+                   "cases, a line each: {\"id\", \"schema\", \"tests\": [{\"text\", "
+                   "\"valid\"}]} (- for stdin)")
+      ->required();
+  suite->add_option("--model", f->model, "GGUF whose vocabulary to mask (default model)");
+  suite->add_option("--timeout", f->timeout_s, "seconds per schema for its tests (default 60)");
+  suite->add_flag("--lenient", f->lenient,
+                  "JSON Schema defaults: a missing additionalProperties / items allows more");
+  return [f, compile, check, bench, suite]() -> int {
+    if (suite->parsed()) return RunSuite(*f);
     if (compile->parsed()) return RunCompile(*f);
     if (check->parsed()) return RunCheck(*f);
     if (bench->parsed()) return RunBench(*f);
