@@ -219,12 +219,7 @@ size_t Sampler::DrawIndex(std::span<const float> w) {
   return last_nonzero;
 }
 
-int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> history) {
-  ApplyMaskAndPenalties(logits, history);
-  if (params_.greedy()) return ArgMax(logits);
-
-  const int32_t best = ArgMax(logits);
-  if (best < 0) return -1;
+bool Sampler::Weigh(std::span<const float> logits, int32_t best) {
   const float max_logit = logits[best];
   const float inv_t = 1.0f / params_.temperature;
   // After temperature, w = exp((l - max) / T) is the probability relative to
@@ -242,7 +237,7 @@ int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> histor
     ExpScaled(logits, max_logit, inv_t, weights_);
     if (min_w > 0.0f)
       for (float& w : weights_) w = w >= min_w ? w : 0.0f;
-    return static_cast<int32_t>(DrawIndex(weights_));
+    return true;
   }
 
   double z = 0.0;
@@ -274,7 +269,15 @@ int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> histor
   }
   if (params_.top_p < 1.0f) TruncateToNucleus(z);
   assert(!cand_.empty());  // the most likely token always survives
+  return false;
+}
 
+int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> history) {
+  ApplyMaskAndPenalties(logits, history);
+  if (params_.greedy()) return ArgMax(logits);
+  const int32_t best = ArgMax(logits);
+  if (best < 0) return -1;
+  if (Weigh(logits, best)) return static_cast<int32_t>(DrawIndex(weights_));
   double total = 0.0;
   for (const Candidate& c : cand_) total += c.w;
   const double u = Uniform01() * total;
@@ -284,6 +287,28 @@ int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> histor
     if (u < acc) return c.id;
   }
   return cand_.back().id;  // u landed in the rounding gap at the end
+}
+
+void Sampler::Distribution(std::span<float> logits, std::span<const int32_t> history,
+                           std::vector<float>* probs) {
+  ApplyMaskAndPenalties(logits, history);
+  probs->assign(logits.size(), 0.0f);
+  const int32_t best = ArgMax(logits);
+  if (best < 0) return;
+  if (params_.greedy()) {
+    (*probs)[best] = 1.0f;
+    return;
+  }
+  // The weights Sample() would draw from, normalized.
+  if (Weigh(logits, best)) {
+    const double total = SumDouble(weights_);
+    for (size_t i = 0; i < weights_.size(); ++i)
+      (*probs)[i] = static_cast<float>(weights_[i] / total);
+    return;
+  }
+  double total = 0.0;
+  for (const Candidate& c : cand_) total += c.w;
+  for (const Candidate& c : cand_) (*probs)[c.id] = static_cast<float>(c.w / total);
 }
 
 int32_t ArgMax(std::span<const float> logits) {

@@ -93,7 +93,6 @@ class Sampler {
   // applied to `logits` in place, as in Sample(). All zeros only if the
   // mask allows no token. For speculative verification, which must accept
   // and resample under exactly the distribution a plain step samples from.
-  // (sampler_distribution.cc)
   void Distribution(std::span<float> logits, std::span<const int32_t> history,
                     std::vector<float>* probs);
 
@@ -113,6 +112,11 @@ class Sampler {
   // candidates whose weight reaches top_p * z. Weighted quickselect, O(n)
   // expected; the survivors are left unsorted (the draw does not need order).
   void TruncateToNucleus(double z);
+  // The weights exp((l - max) / T) of the tokens that survive top-k, top-p
+  // and min-p (`best`: the argmax of `logits`), shared by Sample() and
+  // Distribution() so both see one distribution: dense in weights_ (true,
+  // the plain-temperature path) or as the candidates in cand_ (false).
+  bool Weigh(std::span<const float> logits, int32_t best);
   // Replaces cand_ with the top_k largest logits (a heap scan, O(V) compares).
   void SelectTopK(std::span<const float> logits);
   // Draws an index of `w` (weights >= 0, not all 0) with probability w_i / sum.
