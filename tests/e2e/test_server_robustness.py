@@ -47,9 +47,15 @@ def test_mass_disconnect_frees_everything(brisk_server):
                   for _ in range(N_CLIENTS)]
     early_wait = [rng.uniform(0, 0.5) for _ in range(N_CLIENTS)]
     use_rst = [rng.random() < 0.5 for _ in range(N_CLIENTS)]
+    client = server.client(timeout=150 * TIME_SCALE)
+    # One stream first: the openai client's pydantic models are built on first
+    # use, and fifty threads building them at once can fail inside pydantic.
+    for _ in client.chat.completions.create(
+            model=MODEL_ID, messages=[{"role": "user", "content": "Hi"}], max_tokens=2,
+            stream=True, stream_options={"include_usage": True}):
+        pass
     cancelled0 = metric(server, "brisk:requests_total", {"outcome": "cancelled"})
     ok0 = metric(server, "brisk:requests_total", {"outcome": "ok"})
-    client = server.client(timeout=150 * TIME_SCALE)
     start = threading.Barrier(N_CLIENTS, timeout=60)
 
     def killed(i):
@@ -64,13 +70,17 @@ def test_mass_disconnect_frees_everything(brisk_server):
                 use_rst[i] = False  # FIN: the server still reads the request, then the close
                 return ("killed", 0)
             buf = b""
-            while buf.count(b"data: ") < kill_after[i]:
+            # Tokens whose text is empty (special tokens under ignore_eos) or an
+            # unfinished UTF-8 sequence send no event of their own, so a stream
+            # can end before the kill point; it is then complete, not killed.
+            while buf.count(b"data: ") < kill_after[i] and b"data: [DONE]" not in buf:
                 chunk = s.recv(4096)
                 if not chunk:
-                    return ("server closed", buf[:200])
+                    return ("server closed", buf[-400:])
                 buf += chunk
             assert buf.startswith(b"HTTP/1.1 200"), buf[:200]
-            return ("killed", buf.count(b"data: "))
+            return ("killed" if b"data: [DONE]" not in buf else "finished early",
+                    buf.count(b"data: "))
         finally:
             if use_rst[i]:  # abortive close: RST instead of FIN
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -117,7 +127,7 @@ def test_mass_disconnect_frees_everything(brisk_server):
 
     for i, r in enumerate(results):
         if roles[i]:
-            assert r[0] == "killed", (seed, i, r)
+            assert r[0] in ("killed", "finished early"), (seed, i, r)
         else:
             _, finish, ntok, text = r
             assert finish == "length", (seed, i, r)
