@@ -2,6 +2,7 @@
 two replicas; medium: its Q8_0 variant; large: Gemma 3 270M), the real `openai`
 client against the gateway, and the cost ledger read back from SQLite and
 PostgreSQL."""
+import concurrent.futures
 import json
 import signal
 import subprocess
@@ -264,13 +265,19 @@ def test_prefix_affinity_keeps_a_shared_prompt_on_one_replica(gateway):
             max_tokens=2)
         upstreams.add(raw.headers["x-brisk-upstream"])
     assert len(upstreams) == 1
-    # Short unrelated prompts spread over both replicas.
-    spread = set()
-    for i in range(12):
-        raw = client(gw).chat.completions.with_raw_response.create(
+    # Short unrelated prompts spread over both replicas by load. Sent together:
+    # one after another, each would find both replicas idle, and a replica's
+    # load report taken while it was busy can send all twelve to the other.
+    start = threading.Barrier(12, timeout=30)
+
+    def short(i):
+        start.wait()
+        return client(gw).chat.completions.with_raw_response.create(
             model="small", messages=[{"role": "user", "content": f"Topic number {i * 7919}"}],
-            max_tokens=2)
-        spread.add(raw.headers["x-brisk-upstream"])
+            max_tokens=2).headers["x-brisk-upstream"]
+
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        spread = set(pool.map(short, range(12)))
     assert len(spread) == 2
 
 
