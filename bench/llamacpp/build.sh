@@ -10,6 +10,7 @@
 #     src/      extracted sdist
 #     build/    cmake build tree
 #     bin/      llama-bench llama-batched-bench llama-quantize llama-server llama-cli
+#               llama-perplexity (KL divergence anchor of brisk eval kld)
 #     BUILD_INFO  cmake flags, compiler, build time
 #
 # Usage: bench/llamacpp/build.sh            (idempotent: skips when bin/ is complete)
@@ -29,7 +30,7 @@ LCP_VERSION="${LCP_VERSION:-0.3.36}"
 JOBS="${JOBS:-2}"
 CACHE="${BRISK_CACHE:-$HOME/.cache/brisk}/llama.cpp-${LCP_VERSION}"
 SDIST_NAME="llama_cpp_python-${LCP_VERSION}.tar.gz"
-TARGETS=(llama-bench llama-batched-bench llama-quantize llama-server llama-cli)
+TARGETS=(llama-bench llama-batched-bench llama-quantize llama-server llama-cli llama-perplexity)
 
 mkdir -p "$CACHE/sdist" "$CACHE/bin"
 

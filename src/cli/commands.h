@@ -33,6 +33,11 @@ CommandRunner RegisterCannedUpstream(CLI::App& app);
 CommandRunner RegisterCost(CLI::App& app);
 // `brisk eval golden`: a golden set against a server, with its gate (src/eval/).
 CommandRunner RegisterEval(CLI::App& app);
+// `brisk quantize IN OUT --type T`: convert a GGUF model's weight formats.
+CommandRunner RegisterQuantize(CLI::App& app);
+// `brisk eval kld` (a subcommand of `eval`): distribution check against a
+// saved reference (src/eval/kld_*.h). Its runner returns -1 when not chosen.
+CommandRunner RegisterEvalKld(CLI::App& eval_app);
 
 // The default model path: $BRISK_MODEL, else ./models/<default>, else the
 // build tree's models/ directory.

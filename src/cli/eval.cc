@@ -2,6 +2,7 @@
 // server, each answer checked, the gate's thresholds applied; the markdown
 // report on stdout, optionally JSON and markdown files. Exit 0 when the gate
 // holds, 1 when it does not, 2 on an error (the set or gate file is bad).
+// `brisk eval kld` is in eval_kld.cc.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -140,7 +141,8 @@ CommandRunner RegisterEval(CLI::App& app) {
   golden->add_option("--save-gate", f->save_gate,
                      "When the gate passes, keep the report here under the server's serving key "
                      "(the directory brisk serve --gate-dir reads)");
-  return [f, golden] { return golden->parsed() ? RunGolden(*f) : 2; };
+  CommandRunner kld = RegisterEvalKld(app);
+  return [f, golden, kld] { return golden->parsed() ? RunGolden(*f) : kld(); };
 }
 
 }  // namespace brisk

@@ -36,8 +36,12 @@ int main(int argc, char** argv) {
       "canned-upstream", "An instant fake OpenAI upstream for gateway overhead benchmarks"));
   auto cost = brisk::RegisterCost(*app.add_subcommand(
       "cost", "Print the gateway's cost ledger per feature (or tier, tenant) per day"));
-  auto eval = brisk::RegisterEval(*app.add_subcommand(
-      "eval", "Check a server against a golden set and its gate (pass rate, latency)"));
+  auto eval = brisk::RegisterEval(
+      *app.add_subcommand("eval",
+                          "Check a server against a golden set and its gate (golden), or a model "
+                          "configuration's distributions against a reference's (kld)"));
+  auto quantize = brisk::RegisterQuantize(*app.add_subcommand(
+      "quantize", "Convert a GGUF model's weights to another format (q8_0, q4_k_m, ...)"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -52,5 +56,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("canned-upstream")) return canned();
   if (app.got_subcommand("cost")) return cost();
   if (app.got_subcommand("eval")) return eval();
+  if (app.got_subcommand("quantize")) return quantize();
   return 2;
 }
