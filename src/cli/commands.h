@@ -5,6 +5,8 @@
 #include <functional>
 #include <string>
 
+#include "util/status.h"
+
 namespace CLI {
 class App;
 }
@@ -38,6 +40,9 @@ CommandRunner RegisterQuantize(CLI::App& app);
 // `brisk eval kld` (a subcommand of `eval`): distribution check against a
 // saved reference (src/eval/kld_*.h). Its runner returns -1 when not chosen.
 CommandRunner RegisterEvalKld(CLI::App& eval_app);
+
+// Writes `text` to `path` (report files of the eval commands).
+Status WriteTextFile(const std::string& path, const std::string& text);
 
 // The default model path: $BRISK_MODEL, else ./models/<default>, else the
 // build tree's models/ directory.

@@ -34,14 +34,6 @@ int Fail(const Status& s) {
   return 2;
 }
 
-Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return InvalidArgument("cannot write '{}'", path);
-  return Status::Ok();
-}
-
 // Keeps a passing report under the serving key the evaluated server reports
 // (GET /v1/models: data[0].brisk.serving_key), so `brisk serve` with the
 // same model file, precision and engine finds it. A run without thresholds
@@ -68,7 +60,7 @@ Status SaveGate(const EvalFlags& f, const eval::EvalReport& report) {
   out["serving_key"] = key.ToJson();
   const std::string path = (std::filesystem::path(f.save_gate) / (key.Id() + ".json")).string();
   RETURN_IF_ERROR(
-      WriteFile(path, out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
+      WriteTextFile(path, out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
   std::fprintf(stderr, "brisk eval: gate passed; report kept as %s\n", path.c_str());
   return Status::Ok();
 }
@@ -109,12 +101,13 @@ int RunGolden(const EvalFlags& f) {
   const std::string md = eval::ReportMarkdown(report);
   std::fputs(md.c_str(), stdout);
   if (!f.json_out.empty()) {
-    Status s = WriteFile(f.json_out, eval::ReportJson(report).dump(
-                                         2, ' ', false, nlohmann::json::error_handler_t::replace));
+    Status s = WriteTextFile(
+        f.json_out,
+        eval::ReportJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     if (!s.ok()) return Fail(s);
   }
   if (!f.markdown_out.empty()) {
-    if (Status s = WriteFile(f.markdown_out, md); !s.ok()) return Fail(s);
+    if (Status s = WriteTextFile(f.markdown_out, md); !s.ok()) return Fail(s);
   }
   if (!f.save_gate.empty()) {
     if (Status s = SaveGate(f, report); !s.ok()) return Fail(s);
@@ -123,6 +116,14 @@ int RunGolden(const EvalFlags& f) {
 }
 
 }  // namespace
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return InvalidArgument("cannot write '{}'", path);
+  return Status::Ok();
+}
 
 CommandRunner RegisterEval(CLI::App& app) {
   auto f = std::make_shared<EvalFlags>();

@@ -48,14 +48,6 @@ int Fail(const Status& s) {
   return 2;
 }
 
-Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return InvalidArgument("cannot write '{}'", path);
-  return Status::Ok();
-}
-
 // One line per chunk on stderr; rewritten in place on a terminal.
 class Progress {
  public:
@@ -175,10 +167,10 @@ int Compare(const KldFlags& f, LlamaModel& model) {
     j["n_ctx"] = h.chunks.n_ctx;
     j["chunks"] = h.chunks.n_chunks;
     j["passed"] = pass;
-    if (Status s = WriteText(f.json_out, j.dump(2) + "\n"); !s.ok()) return Fail(s);
+    if (Status s = WriteTextFile(f.json_out, j.dump(2) + "\n"); !s.ok()) return Fail(s);
   }
   if (!f.markdown_out.empty()) {
-    if (Status s = WriteText(f.markdown_out, md); !s.ok()) return Fail(s);
+    if (Status s = WriteTextFile(f.markdown_out, md); !s.ok()) return Fail(s);
   }
   return pass ? 0 : 1;
 }
