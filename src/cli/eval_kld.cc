@@ -68,9 +68,10 @@ class Progress {
 };
 
 Expected<std::unique_ptr<LlamaModel>> LoadModel(const KldFlags& f) {
-  ASSIGN_OR_RETURN(std::optional<DType> to, LoadPrecisionType(f.precision));
+  ASSIGN_OR_RETURN(LoadPrecision p, LoadPrecisionType(f.precision));
   LoadOptions o;
-  o.convert_to = to;
+  o.convert_to = p.to;
+  o.convert_row = p.quantize_row;
   return LlamaModel::Load(f.model, o);
 }
 
@@ -195,8 +196,9 @@ CommandRunner RegisterEvalKld(CLI::App& eval_app) {
       "KL divergence, same-top-1 and perplexity of a model configuration against a "
       "reference's saved distributions (as llama-perplexity --kl-divergence)");
   kld->add_option("--model", f->model, "GGUF file (default: the embedded default model)");
-  kld->add_option("--precision", f->precision,
-                  "Weight precision at load: native (default), f32, f16, bf16, q8_0, q4_0");
+  kld->add_option(
+      "--precision", f->precision,
+      "Weight precision at load: native (default), f32, f16, bf16, q8_0, q4_0, int8, int4");
   kld->add_option("--text", f->text, "Evaluation text (UTF-8), for --save-base");
   kld->add_option("--save-base", f->save_base,
                   "Score the text with this (reference) configuration and save its distributions");

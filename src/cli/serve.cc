@@ -97,7 +97,8 @@ int RunServe(const ServeFlags& f) {
   auto precision = LoadPrecisionType(cfg.model.precision);
   if (!precision.ok()) return Fail(precision.status().WithContext("model.precision"));
   LoadOptions load_options;
-  load_options.convert_to = *precision;
+  load_options.convert_to = precision->to;
+  load_options.convert_row = precision->quantize_row;
   auto model = LlamaModel::Load(path, load_options);
   if (!model.ok()) return Fail(model.status().WithContext("loading " + path));
   // A precision other than the file's own is a serving change: it starts
@@ -110,7 +111,7 @@ int RunServe(const ServeFlags& f) {
   const std::string gate_dir = f.gate_dir.empty() ? DefaultGateDir() : f.gate_dir;
   bool gated = true;
   std::string gate_report;
-  if (precision->has_value()) {
+  if (precision->to.has_value()) {
     key.model_hash = ModelFileHash((*model)->file().bytes());
     key.precision = cfg.model.precision;
     auto report = FindPassingGateReport(gate_dir, key);
@@ -136,7 +137,7 @@ int RunServe(const ServeFlags& f) {
   if (!serving.ok()) return Fail(serving.status());
   OpenAiServer& server = (*serving)->server();
   nlohmann::ordered_json info = {{"precision", cfg.model.precision}, {"gated", gated}};
-  if (precision->has_value()) {
+  if (precision->to.has_value()) {
     info["serving_key"] = key.ToJson();
     info["gate_report"] = gate_report;
   }
@@ -214,7 +215,8 @@ CommandRunner RegisterServe(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   app.add_option("--kv-cache", f->kv_cache, "KV cache memory, e.g. 512MiB");
   app.add_option("--precision", f->precision,
-                 "weights: native (the file's), f32, f16, bf16, q8_0, q4_0 (converted at load)");
+                 "weights: native (the file's), f32, f16, bf16, q8_0, q4_0, int8, int4 (converted "
+                 "at load)");
   app.add_flag("--allow-ungated", f->allow_ungated,
                "serve a converted precision without a passing golden-set gate report");
   app.add_option("--gate-dir", f->gate_dir,

@@ -7,6 +7,7 @@
 
 #include "tensor/attention.h"
 #include "tensor/elementwise.h"
+#include "tensor/quant_ref.h"
 
 namespace brisk {
 
@@ -95,7 +96,8 @@ Expected<const float*> GetF32(const GgufFile& f, const std::string& name, int64_
 
 // How matrices are held when not as the file stores them.
 struct Conversion {
-  std::optional<DType> to;  // reference mode (f32) or a load-time precision
+  std::optional<DType> to;    // reference mode (f32) or a load-time precision
+  RowQuantizer quantize_row;  // null: the format's reference quantizer
   std::vector<std::unique_ptr<uint8_t[]>>* store;
 };
 
@@ -107,7 +109,7 @@ Expected<MatMulWeight> GetMatrix(const GgufFile& f, const std::string& name, int
   if (!IsMatMulWeightType(type))
     return Unimplemented("tensor '{}' has type {}; supported weight types: {}", name,
                          DTypeName(type), MatMulWeightTypeNames());
-  if (conv.to && *conv.to != type) {
+  if (conv.to && (*conv.to != type || conv.quantize_row != nullptr)) {
     // Each row dequantized to f32, then written in the target format (the
     // reference quantizer: what `brisk quantize` would write).
     const DType to = *conv.to;
@@ -119,7 +121,11 @@ Expected<MatMulWeight> GetMatrix(const GgufFile& f, const std::string& name, int
     std::vector<float> row(k);
     for (int64_t r = 0; r < rows; ++r) {
       DequantizeRow(type, t->data + r * RowBytes(type, k), row.data(), k);
-      QuantizeRow(to, row.data(), buf.get() + r * row_bytes, k);
+      if (conv.quantize_row != nullptr) {
+        conv.quantize_row(row.data(), buf.get() + r * row_bytes, k);
+      } else {
+        QuantizeRow(to, row.data(), buf.get() + r * row_bytes, k);
+      }
     }
     *bytes += rows * row_bytes;
     auto w = PrepareMatMulWeight(to, buf.get(), rows, k, allow_repack);
@@ -134,16 +140,18 @@ Expected<MatMulWeight> GetMatrix(const GgufFile& f, const std::string& name, int
 
 }  // namespace
 
-Expected<std::optional<DType>> LoadPrecisionType(std::string_view precision) {
-  if (precision == "native") return std::optional<DType>();
-  if (precision == "f32") return std::optional<DType>(DType::kF32);
-  if (precision == "f16") return std::optional<DType>(DType::kF16);
-  if (precision == "bf16") return std::optional<DType>(DType::kBF16);
-  if (precision == "q8_0") return std::optional<DType>(DType::kQ8_0);
-  if (precision == "q4_0") return std::optional<DType>(DType::kQ4_0);
+Expected<LoadPrecision> LoadPrecisionType(std::string_view precision) {
+  if (precision == "native") return LoadPrecision{};
+  if (precision == "f32") return LoadPrecision{DType::kF32};
+  if (precision == "f16") return LoadPrecision{DType::kF16};
+  if (precision == "bf16") return LoadPrecision{DType::kBF16};
+  if (precision == "q8_0") return LoadPrecision{DType::kQ8_0};
+  if (precision == "q4_0") return LoadPrecision{DType::kQ4_0};
+  if (precision == "int8") return LoadPrecision{DType::kQ8_0, quant_ref::QuantizeInt8PerChannel};
+  if (precision == "int4") return LoadPrecision{DType::kQ4_0, quant_ref::QuantizeInt4Group128};
   return Unimplemented(
       "precision {} is not supported yet; supported: native (the file's own types), f32, f16, "
-      "bf16, q8_0, q4_0 (converted at load)",
+      "bf16, q8_0, q4_0, int8, int4 (converted at load)",
       precision);
 }
 
@@ -227,7 +235,7 @@ Status LlamaModel::Bind(const LoadOptions& options) {
   const bool repack = options.allow_repack && !options.dequantize_to_f32;
   const Conversion f32{
       options.dequantize_to_f32 ? std::optional<DType>(DType::kF32) : options.convert_to,
-      &converted_weights_};
+      options.dequantize_to_f32 ? nullptr : options.convert_row, &converted_weights_};
   ASSIGN_OR_RETURN(output_norm_, GetF32(f, "output_norm.weight", cfg_.d_model));
   if (f.FindTensor("output.weight")) {
     ASSIGN_OR_RETURN(output_, GetMatrix(f, "output.weight", cfg_.d_model, cfg_.vocab, repack,

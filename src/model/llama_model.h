@@ -61,22 +61,35 @@ struct LlamaConfig {
   }
 };
 
+// Writes one row of n values in a matrix format's layout.
+using RowQuantizer = void (*)(const float* src, void* dst, int64_t n);
+
+// A load-time weight precision (model.precision / --precision): the format
+// every matrix is converted to and the quantizer that writes its rows.
+struct LoadPrecision {
+  std::optional<DType> to;  // unset: as the file stores them ("native")
+  // Null: the format's reference quantizer. int8 and int4 write Q8_0 / Q4_0
+  // blocks with their own scale granularity (quant_ref.h).
+  RowQuantizer quantize_row = nullptr;
+};
+
 struct LoadOptions {
   bool allow_repack = true;  // let the kernels repack weights for speed
   // Reference mode: dequantize every matrix to f32 at load, so matmuls run
   // without 8-bit activation rounding (4-8x the memory; for evaluation).
   bool dequantize_to_f32 = false;
-  // Load-time precision (model.precision): every matrix converted to this
-  // format (one with a reference quantizer and matmul kernels, see
-  // LoadPrecisionType) from the file's; unset = as the file stores them.
+  // Load-time precision: every matrix converted (see LoadPrecision); unset =
+  // as the file stores them.
   std::optional<DType> convert_to;
+  RowQuantizer convert_row = nullptr;  // null: FormatOf(*convert_to).quantize
 };
 
-// model.precision / --precision as a load-time weight format: "native" ->
-// unset; f32, f16, bf16, q8_0, q4_0 -> that ggml format (converted at load).
-// int8, int4 and fp8 name Brisk's own formats, not built yet (issue 13):
-// Unimplemented, as is any other name.
-Expected<std::optional<DType>> LoadPrecisionType(std::string_view precision);
+// model.precision / --precision: "native" -> unset; f32, f16, bf16, q8_0,
+// q4_0 -> that ggml format (its reference quantizer); int8 -> symmetric int8
+// with one scale per output channel (Q8_0 blocks, Q8_0 kernels); int4 ->
+// symmetric int4 with one scale per 128 values (Q4_0 blocks, Q4_0 kernels).
+// fp8 (E4M3 weights) has no kernels yet: Unimplemented, as is any other name.
+Expected<LoadPrecision> LoadPrecisionType(std::string_view precision);
 
 class LlamaModel {
  public:

@@ -277,9 +277,13 @@ TEST(LlamaModelPrecisionTest, ConvertedWeightsStayCloseToTheFile) {
 }
 
 TEST(LlamaModelPrecisionTest, PrecisionNames) {
-  EXPECT_FALSE(LoadPrecisionType("native")->has_value());
-  EXPECT_EQ(**LoadPrecisionType("q8_0"), DType::kQ8_0);
-  EXPECT_EQ(**LoadPrecisionType("bf16"), DType::kBF16);
+  EXPECT_FALSE(LoadPrecisionType("native")->to.has_value());
+  EXPECT_EQ(LoadPrecisionType("q8_0")->to, DType::kQ8_0);
+  EXPECT_EQ(LoadPrecisionType("q8_0")->quantize_row, nullptr);
+  EXPECT_EQ(LoadPrecisionType("bf16")->to, DType::kBF16);
+  EXPECT_EQ(LoadPrecisionType("int8")->to, DType::kQ8_0);
+  EXPECT_NE(LoadPrecisionType("int8")->quantize_row, nullptr);
+  EXPECT_EQ(LoadPrecisionType("int4")->to, DType::kQ4_0);
   EXPECT_EQ(LoadPrecisionType("fp8").status().code(), StatusCode::kUnimplemented);
   EXPECT_EQ(LoadPrecisionType("q9").status().code(), StatusCode::kUnimplemented);
 }

@@ -46,6 +46,20 @@ void DequantizeQ5_K(const void* src, float* dst, int64_t n);
 void QuantizeIQ4_XS(const float* src, void* dst, int64_t n);
 void DequantizeIQ4_XS(const void* src, float* dst, int64_t n);
 
+// Brisk's load-time precisions int8 and int4 (quant_ref_channel.cc): the
+// scale granularity vLLM's int8/int4 weights use, written in ggml blocks so
+// the Q8_0 / Q4_0 kernels run them (dequantize with DequantizeQ8_0 / _Q4_0).
+// - int8: symmetric, one scale per row (output channel), d = max|x| / 127;
+//   every Q8_0 block of the row carries that scale.
+// - int4: symmetric 4-bit, one scale per group of 128 values (the group size
+//   of GPTQ/AWQ checkpoints; a row's last group may be shorter), d =
+//   (signed value of max |x|) / -8 as Q4_0 does per block of 32; the group's
+//   four Q4_0 blocks carry the same scale.
+// Quants are rounded against the f16-rounded scale. n: one row (a multiple
+// of 32).
+void QuantizeInt8PerChannel(const float* src, void* dst, int64_t n);
+void QuantizeInt4Group128(const float* src, void* dst, int64_t n);
+
 // Index of the IQ4_NL grid level nearest to t.
 int NearestIQ4(float t);
 // Q4_K / Q5_K packing of 8 (6-bit scale, 6-bit min) pairs in 12 bytes:
