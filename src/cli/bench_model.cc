@@ -27,6 +27,7 @@ struct BenchFlags {
   int npp = 128;
   int ntg = 128;
   std::string json_out;
+  std::string precision = "native";
 };
 
 using Clock = std::chrono::steady_clock;
@@ -103,7 +104,15 @@ double Median(std::vector<double> v) {
 }
 
 int RunBench(const BenchFlags& f) {
-  auto model = LlamaModel::Load(f.model);
+  auto precision = LoadPrecisionType(f.precision);
+  if (!precision.ok()) {
+    std::fprintf(stderr, "brisk: error: %s\n", precision.status().ToString().c_str());
+    return 1;
+  }
+  LoadOptions load;
+  load.convert_to = precision->to;
+  load.convert_row = precision->quantize_row;
+  auto model = LlamaModel::Load(f.model, load);
   if (!model.ok()) {
     std::fprintf(stderr, "brisk: error: %s\n", model.status().ToString().c_str());
     return 1;
@@ -115,6 +124,7 @@ int RunBench(const BenchFlags& f) {
   Bench b(**model, blocks, f.threads);
   nlohmann::json out;
   out["model"] = f.model;
+  out["precision"] = f.precision;
   out["threads"] = f.threads;
   out["kernels"] = ActiveKernelVariant();
   out["weight_bytes"] = (*model)->weight_bytes();
@@ -197,6 +207,9 @@ CommandRunner RegisterBenchModel(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--json", f->json_out, "Write results as JSON to this file");
+  app.add_option("--precision", f->precision,
+                 "Weight precision at load (as brisk serve --precision): native, f32, f16, bf16, "
+                 "q8_0, q4_0, int8, int4");
   return [f] { return RunBench(*f); };
 }
 
