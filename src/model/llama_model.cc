@@ -149,9 +149,10 @@ Expected<LoadPrecision> LoadPrecisionType(std::string_view precision) {
   if (precision == "q4_0") return LoadPrecision{DType::kQ4_0};
   if (precision == "int8") return LoadPrecision{DType::kQ8_0, quant_ref::QuantizeInt8PerChannel};
   if (precision == "int4") return LoadPrecision{DType::kQ4_0, quant_ref::QuantizeInt4Group128};
+  if (precision == "fp8") return LoadPrecision{DType::kFP8_E4M3};
   return Unimplemented(
       "precision {} is not supported yet; supported: native (the file's own types), f32, f16, "
-      "bf16, q8_0, q4_0, int8, int4 (converted at load)",
+      "bf16, q8_0, q4_0, int8, int4, fp8 (converted at load)",
       precision);
 }
 

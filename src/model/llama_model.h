@@ -87,8 +87,9 @@ struct LoadOptions {
 // model.precision / --precision: "native" -> unset; f32, f16, bf16, q8_0,
 // q4_0 -> that ggml format (its reference quantizer); int8 -> symmetric int8
 // with one scale per output channel (Q8_0 blocks, Q8_0 kernels); int4 ->
-// symmetric int4 with one scale per 128 values (Q4_0 blocks, Q4_0 kernels).
-// fp8 (E4M3 weights) has no kernels yet: Unimplemented, as is any other name.
+// symmetric int4 with one scale per 128 values (Q4_0 blocks, Q4_0 kernels);
+// fp8 -> E4M3 weights with one scale per output channel (BlockFP8, decoded
+// to f32 in the kernels; activations stay f32). Any other name: Unimplemented.
 Expected<LoadPrecision> LoadPrecisionType(std::string_view precision);
 
 class LlamaModel {

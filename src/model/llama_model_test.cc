@@ -284,7 +284,8 @@ TEST(LlamaModelPrecisionTest, PrecisionNames) {
   EXPECT_EQ(LoadPrecisionType("int8")->to, DType::kQ8_0);
   EXPECT_NE(LoadPrecisionType("int8")->quantize_row, nullptr);
   EXPECT_EQ(LoadPrecisionType("int4")->to, DType::kQ4_0);
-  EXPECT_EQ(LoadPrecisionType("fp8").status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(LoadPrecisionType("fp8")->to, DType::kFP8_E4M3);
+  EXPECT_EQ(LoadPrecisionType("int3").status().code(), StatusCode::kUnimplemented);
   EXPECT_EQ(LoadPrecisionType("q9").status().code(), StatusCode::kUnimplemented);
 }
 

@@ -53,6 +53,9 @@ constexpr FormatTraits kFormats[] = {
     {DType::kIQ4_XS, "IQ4_XS", 256, sizeof(BlockIQ4_XS), r::QuantizeIQ4_XS, r::DequantizeIQ4_XS,
      kKindIQ4_XS, DType::kQ8_K, 32, 128},
     {DType::kBF16, "BF16", 1, 2, r::QuantizeBF16, r::DequantizeBF16, kKindBF16, DType::kF32, 0, 0},
+    // Brisk's fp8 weights: decoded to f32 in the kernels, f32 activations.
+    {DType::kFP8_E4M3, "FP8_E4M3", 32, sizeof(BlockFP8), r::QuantizeFP8PerChannel, r::DequantizeFP8,
+     kKindFP8, DType::kF32, 0, 0},
 };
 
 // GGUF ids are small: a direct index (-1: unknown id).

@@ -36,6 +36,9 @@ enum class DType : uint32_t {
   kIQ4_NL = 20,
   kIQ4_XS = 23,
   kBF16 = 30,
+  // Brisk's own (not a ggml type; brisk quantize never writes it to a GGUF
+  // file): the load-time precision fp8, see BlockFP8 in quant_blocks.h.
+  kFP8_E4M3 = 60,
 };
 
 struct FormatTraits {

@@ -30,6 +30,7 @@ enum WeightKind : int {
   kKindQ2_K,
   kKindIQ4_NL,
   kKindIQ4_XS,
+  kKindFP8,
   kNumWeightKinds
 };
 

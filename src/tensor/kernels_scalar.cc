@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "tensor/float16.h"
+#include "tensor/fp8.h"
 #include "tensor/kernel_table.h"
 
 namespace brisk {
@@ -218,6 +219,13 @@ void MatMulBF16(const MatMulTask* t) {
     return BF16ToFloat(reinterpret_cast<const uint16_t*>(row)[i]);
   });
 }
+void MatMulFP8(const MatMulTask* t) {
+  MatMulFloat(t, [](const uint8_t* row, int64_t i) {
+    BlockFP8 b;
+    std::memcpy(&b, row + (i / 32) * sizeof(BlockFP8), sizeof(b));
+    return HalfToFloat(b.d) * E4M3ToFloat(b.q[i % 32]);
+  });
+}
 
 // ---- Activations and conversions ------------------------------------------------------
 void QuantizeActs(const float* x, int64_t n, int group, int zero_point, int8_t* q, float* d,
@@ -261,7 +269,7 @@ const KernelTable kScalarTable = {
      Plain(MatMulQ<DecodeQ4_0>), Plain(MatMulQ<DecodeQ4_1>), Plain(MatMulQ<DecodeQ4_K>),
      Plain(MatMulQ<DecodeQ6_K>), Plain(MatMulQ<DecodeQ5_0>), Plain(MatMulQ<DecodeQ5_1>),
      Plain(MatMulQ<DecodeQ5_K>), Plain(MatMulQ<DecodeQ3_K>), Plain(MatMulQ<DecodeQ2_K>),
-     Plain(MatMulQ<DecodeIQ4_NL>), Plain(MatMulQ<DecodeIQ4_XS>)},
+     Plain(MatMulQ<DecodeIQ4_NL>), Plain(MatMulQ<DecodeIQ4_XS>), Plain(MatMulFP8)},
     QuantizeActs,
     RefF32ToF16,
 };

@@ -83,6 +83,13 @@ struct BlockIQ4_XS {  // 256 elements, 8 sub-blocks of 32: x = d * (ls[j] - 32) 
   uint8_t scales_l[4];  // low 4 bits of ls[j]: low nibble of byte j/2 for even j, high for odd
   uint8_t qs[128];      // sub-block j: low nibbles of qs[16j..16j+16) = elements 0-15, high = 16-31
 };
+// Brisk's fp8 (not a ggml format): E4M3 codes (tensor/fp8.h) with one f16
+// scale per output channel, repeated in each block so kernels read it where
+// they read the codes.
+struct BlockFP8 {  // 32 elements: x = d * E4M3ToFloat(q)
+  uint16_t d;
+  uint8_t q[32];
+};
 struct BlockQ8_K {  // 256 elements: x = d * q; bsums[j] = sum of qs[16j..16j+16)
   float d;
   int8_t qs[256];

@@ -82,9 +82,10 @@ TEST(QuantNumpy, DequantizeBitwiseEqualsGgufPackage) {
     }
     covered.insert(r.type);
   }
-  // Every quantized weight format has blocks in the fixture.
+  // Every quantized ggml weight format has blocks in the fixture (FP8_E4M3 is
+  // Brisk's own: fp8_test.cc and format_traits_test.cc check it).
   for (const FormatTraits& f : AllFormats()) {
-    if (f.kernel_slot >= 0 && f.block_size > 1) {
+    if (f.kernel_slot >= 0 && f.block_size > 1 && f.type != DType::kFP8_E4M3) {
       EXPECT_TRUE(covered.count(static_cast<uint32_t>(f.type))) << f.name << " not in the fixture";
     }
   }

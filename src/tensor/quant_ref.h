@@ -59,6 +59,11 @@ void DequantizeIQ4_XS(const void* src, float* dst, int64_t n);
 // of 32).
 void QuantizeInt8PerChannel(const float* src, void* dst, int64_t n);
 void QuantizeInt4Group128(const float* src, void* dst, int64_t n);
+// fp8: E4M3 codes with one scale per row (output channel), d = max|x| / 448
+// rounded to f16, codes = E4M3(x / d) (round to nearest even, saturating),
+// as vLLM's FP8 per-channel weights; written in BlockFP8.
+void QuantizeFP8PerChannel(const float* src, void* dst, int64_t n);
+void DequantizeFP8(const void* src, float* dst, int64_t n);
 
 // Index of the IQ4_NL grid level nearest to t.
 int NearestIQ4(float t);

@@ -1,9 +1,10 @@
-// int8 per channel and int4 per group of 128 in Q8_0 / Q4_0 blocks (see
-// quant_ref.h).
+// int8 per channel and int4 per group of 128 in Q8_0 / Q4_0 blocks, and fp8
+// (E4M3) per channel in BlockFP8 (see quant_ref.h).
 #include <algorithm>
 #include <cmath>
 
 #include "tensor/float16.h"
+#include "tensor/fp8.h"
 #include "tensor/quant_blocks.h"
 #include "tensor/quant_ref.h"
 
@@ -49,6 +50,27 @@ void QuantizeInt4Group128(const float* src, void* dst, int64_t n) {
         b[blk].qs[j] = static_cast<uint8_t>(lo | hi << 4);
       }
     }
+  }
+}
+
+void QuantizeFP8PerChannel(const float* src, void* dst, int64_t n) {
+  float amax = 0;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(src[i]));
+  const uint16_t dh = FloatToHalf(amax / kE4M3Max);
+  const float d = HalfToFloat(dh);
+  const float id = d != 0 ? 1.f / d : 0.f;
+  auto* b = static_cast<BlockFP8*>(dst);
+  for (int64_t i = 0; i < n / 32; ++i) {
+    b[i].d = dh;
+    for (int j = 0; j < 32; ++j) b[i].q[j] = FloatToE4M3(src[32 * i + j] * id);
+  }
+}
+
+void DequantizeFP8(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockFP8*>(src);
+  for (int64_t i = 0; i < n / 32; ++i) {
+    const float d = HalfToFloat(b[i].d);
+    for (int j = 0; j < 32; ++j) dst[32 * i + j] = d * E4M3ToFloat(b[i].q[j]);
   }
 }
 

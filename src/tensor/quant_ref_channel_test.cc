@@ -6,8 +6,11 @@
 
 #include "tensor/float16.h"
 #include "tensor/format_traits.h"
+#include "tensor/fp8.h"
+#include "tensor/kernels.h"
 #include "tensor/quant_blocks.h"
 #include "tensor/quant_ref.h"
+#include "util/thread_pool.h"
 
 namespace brisk::quant_ref {
 namespace {
@@ -88,6 +91,48 @@ TEST(QuantRefChannelTest, ZeroRowsStayZero) {
   QuantizeInt4Group128(x.data(), q4.data(), 64);
   DequantizeQ4_0(q4.data(), back.data(), 64);
   for (float v : back) EXPECT_EQ(v, 0.f);
+}
+
+TEST(QuantRefChannelTest, Fp8HasOneScalePerRowAndRoundsEachValue) {
+  const int64_t n = 576;
+  auto x = Gaussian(n, 3);
+  std::vector<BlockFP8> q(n / 32);
+  QuantizeFP8PerChannel(x.data(), q.data(), n);
+  float amax = 0;
+  for (float v : x) amax = std::max(amax, std::fabs(v));
+  const uint16_t dh = FloatToHalf(amax / kE4M3Max);
+  const float d = HalfToFloat(dh);
+  std::vector<float> back(n);
+  DequantizeFP8(q.data(), back.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(q[i / 32].d, dh);
+    EXPECT_EQ(q[i / 32].q[i % 32], FloatToE4M3(x[i] / d)) << i;
+    EXPECT_EQ(back[i], d * E4M3ToFloat(q[i / 32].q[i % 32])) << i;
+    // 3 mantissa bits: within 1/16 of the value, or half the subnormal step.
+    EXPECT_LE(std::fabs(back[i] - x[i]), std::fabs(x[i]) / 16 + d * 0x1p-10f) << i;
+  }
+}
+
+// The kernels' E4M3 decode (f16 bit shuffle) against E4M3ToFloat for every
+// finite code: row 0 holds all of them, and token t is the one-hot vector e_t,
+// so y[t] is the decoded weight t.
+TEST(QuantRefChannelTest, Fp8KernelsDecodeEveryCode) {
+  constexpr int64_t k = 256;
+  std::vector<BlockFP8> row(k / 32);
+  for (int64_t i = 0; i < k; ++i) {
+    const auto code = static_cast<uint8_t>(i);
+    row[i / 32].d = FloatToHalf(0.5f);
+    row[i / 32].q[i % 32] = (code & 0x7F) == 0x7F ? 0 : code;  // NaN codes: never written
+  }
+  auto w = PrepareMatMulWeight(DType::kFP8_E4M3, row.data(), 1, k);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  std::vector<float> x(k * k, 0.f), y(k, -1.f);
+  for (int64_t t = 0; t < k; ++t) x[t * k + t] = 1.f;
+  ThreadPool pool(2);
+  MatMulScratch scratch;
+  MatMul(*w, x.data(), k, y.data(), pool, scratch);
+  for (int64_t t = 0; t < k; ++t)
+    EXPECT_EQ(y[t], 0.5f * E4M3ToFloat(row[t / 32].q[t % 32])) << "code " << t;
 }
 
 }  // namespace

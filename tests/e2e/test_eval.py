@@ -68,12 +68,13 @@ def test_converted_precision_starts_only_through_the_golden_set_gate(
         brisk_bin, make_server, tmp_path):
     gates = tmp_path / "gates"
     serve = [brisk_bin, "serve", "--port", "0", "--gate-dir", str(gates)]
-    # No gate report: refused at startup, naming how to make one; fp8 is not
-    # built yet.
-    r = subprocess.run(serve + ["--precision", "q8_0"], capture_output=True, text=True,
-                       timeout=60)
-    assert r.returncode == 1 and "--save-gate" in r.stderr + r.stdout, r.stderr
-    r = subprocess.run(serve + ["--precision", "fp8"], capture_output=True, text=True, timeout=60)
+    # No gate report: refused at startup, naming how to make one; fp8, int8
+    # and int4 too.
+    for p in ("q8_0", "fp8", "int8", "int4"):
+        r = subprocess.run(serve + ["--precision", p], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 1 and "--save-gate" in r.stderr + r.stdout, (p, r.stderr)
+    r = subprocess.run(serve + ["--precision", "fp4"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "not supported yet" in r.stderr + r.stdout
     # --allow-ungated serves it (weights converted at load) and says so in the
     # log, /v1/models and /metrics.
