@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -150,9 +151,18 @@ Expected<LoadPrecision> LoadPrecisionType(std::string_view precision) {
   if (precision == "int8") return LoadPrecision{DType::kQ8_0, quant_ref::QuantizeInt8PerChannel};
   if (precision == "int4") return LoadPrecision{DType::kQ4_0, quant_ref::QuantizeInt4Group128};
   if (precision == "fp8") return LoadPrecision{DType::kFP8_E4M3};
+  // The other ggml weight formats by their lower-case names (q4_k, iq4_nl, ...).
+  for (const FormatTraits& f : AllFormats()) {
+    std::string name = f.name;
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name == precision && f.kernel_slot >= 0 && f.quantize != nullptr &&
+        f.type != DType::kFP8_E4M3)
+      return LoadPrecision{f.type};
+  }
   return Unimplemented(
       "precision {} is not supported yet; supported: native (the file's own types), f32, f16, "
-      "bf16, q8_0, q4_0, int8, int4, fp8 (converted at load)",
+      "bf16, q8_0, q4_0, int8, int4, fp8, and the other ggml weight formats q4_1, q5_0, q5_1, "
+      "q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs (converted at load)",
       precision);
 }
 

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "engine/kv_block_pool.h"
+#include "server/config.h"
 #include "util/test_support.h"
 
 namespace brisk {
@@ -286,6 +287,12 @@ TEST(LlamaModelPrecisionTest, PrecisionNames) {
   EXPECT_EQ(LoadPrecisionType("int4")->to, DType::kQ4_0);
   EXPECT_EQ(LoadPrecisionType("fp8")->to, DType::kFP8_E4M3);
   EXPECT_EQ(LoadPrecisionType("int3").status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(LoadPrecisionType("q4_k")->to, DType::kQ4_K);
+  EXPECT_EQ(LoadPrecisionType("iq4_nl")->to, DType::kIQ4_NL);
+  EXPECT_EQ(LoadPrecisionType("fp8_e4m3").status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(LoadPrecisionType("q8_k").status().code(), StatusCode::kUnimplemented);  // no kernels
+  // Every name the config accepts loads.
+  for (std::string_view name : PrecisionNames()) EXPECT_TRUE(LoadPrecisionType(name).ok()) << name;
   EXPECT_EQ(LoadPrecisionType("q9").status().code(), StatusCode::kUnimplemented);
 }
 

@@ -28,8 +28,10 @@ using config_yaml::Reader;
 using config_yaml::Section;
 using config_yaml::Trim;
 
-constexpr std::string_view kPrecisions[] = {"native", "f32",  "f16",  "bf16", "q8_0",
-                                            "q4_0",   "int8", "int4", "fp8"};
+// LoadPrecisionType (model/llama_model.h) takes each of these.
+constexpr std::string_view kPrecisions[] = {
+    "native", "f32",  "f16",  "bf16", "q8_0", "q4_0", "int8", "int4",   "fp8",   "q4_1",
+    "q5_0",   "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl", "iq4_xs"};
 
 constexpr std::string_view kUnknownFieldModes[] = {"reject", "ignore"};
 constexpr std::string_view kModelNameModes[] = {"exact", "any"};

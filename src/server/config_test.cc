@@ -253,7 +253,8 @@ TEST(ConfigTest, UnknownRequestFieldsMode) {
 TEST(ConfigTest, PrecisionMustBeKnown) {
   EXPECT_EQ(ErrorOf("# profile\nmodel: {precision: fp9}\n"),
             "inference.yaml:2: model.precision: 'fp9' is not one of native, f32, f16, bf16, "
-            "q8_0, q4_0, int8, int4, fp8");
+            "q8_0, q4_0, int8, int4, fp8, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, "
+            "iq4_xs");
   // The loader accepts every listed name, implemented or not.
   for (std::string_view p : PrecisionNames()) {
     EXPECT_EQ(Parse(fmt::format("model: {{precision: {}}}\n", p)).model.precision, p);
