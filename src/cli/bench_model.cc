@@ -110,8 +110,7 @@ int RunBench(const BenchFlags& f) {
     return 1;
   }
   LoadOptions load;
-  load.convert_to = precision->to;
-  load.convert_row = precision->quantize_row;
+  load.precision = *precision;
   auto model = LlamaModel::Load(f.model, load);
   if (!model.ok()) {
     std::fprintf(stderr, "brisk: error: %s\n", model.status().ToString().c_str());

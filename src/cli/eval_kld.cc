@@ -70,8 +70,7 @@ class Progress {
 Expected<std::unique_ptr<LlamaModel>> LoadModel(const KldFlags& f) {
   ASSIGN_OR_RETURN(LoadPrecision p, LoadPrecisionType(f.precision));
   LoadOptions o;
-  o.convert_to = p.to;
-  o.convert_row = p.quantize_row;
+  o.precision = p;
   return LlamaModel::Load(f.model, o);
 }
 

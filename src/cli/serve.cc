@@ -97,8 +97,7 @@ int RunServe(const ServeFlags& f) {
   auto precision = LoadPrecisionType(cfg.model.precision);
   if (!precision.ok()) return Fail(precision.status().WithContext("model.precision"));
   LoadOptions load_options;
-  load_options.convert_to = precision->to;
-  load_options.convert_row = precision->quantize_row;
+  load_options.precision = *precision;
   auto model = LlamaModel::Load(path, load_options);
   if (!model.ok()) return Fail(model.status().WithContext("loading " + path));
   // A precision other than the file's own is a serving change: it starts

@@ -42,12 +42,12 @@ TEST(KldStatsTest, LogSoftmaxSumsToOneAndKeepsOrder) {
 TEST(KldStatsTest, ComparePositionMatchesTheDefinition) {
   // Two-token distributions: KL(p || q) = sum p log(p / q) by hand.
   const float ref[2] = {std::log(0.75f), std::log(0.25f)};
-  const float test[2] = {std::log(0.5f), std::log(0.5f)};
+  const float test[2] = {std::log(0.4f), std::log(0.6f)};
   PositionStats s = ComparePosition(ref, test, 2, 1);
-  EXPECT_NEAR(s.kld, 0.75 * std::log(0.75 / 0.5) + 0.25 * std::log(0.25 / 0.5), 1e-6);
-  EXPECT_TRUE(s.same_top1 == false || s.same_top1 == true);
+  EXPECT_NEAR(s.kld, 0.75 * std::log(0.75 / 0.4) + 0.25 * std::log(0.25 / 0.6), 1e-6);
+  EXPECT_FALSE(s.same_top1);  // token 0 vs token 1
   EXPECT_NEAR(s.ref_logp, std::log(0.25), 1e-6);
-  EXPECT_NEAR(s.test_logp, std::log(0.5), 1e-6);
+  EXPECT_NEAR(s.test_logp, std::log(0.6), 1e-6);
   // Identical distributions: zero divergence, same top token.
   PositionStats same = ComparePosition(ref, ref, 2, 0);
   EXPECT_EQ(same.kld, 0.0);

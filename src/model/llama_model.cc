@@ -245,8 +245,8 @@ Status LlamaModel::Bind(const LoadOptions& options) {
   // Reference mode: exact f32 weights, f32 activations (no 8-bit rounding).
   const bool repack = options.allow_repack && !options.dequantize_to_f32;
   const Conversion f32{
-      options.dequantize_to_f32 ? std::optional<DType>(DType::kF32) : options.convert_to,
-      options.dequantize_to_f32 ? nullptr : options.convert_row, &converted_weights_};
+      options.dequantize_to_f32 ? std::optional<DType>(DType::kF32) : options.precision.to,
+      options.dequantize_to_f32 ? nullptr : options.precision.quantize_row, &converted_weights_};
   ASSIGN_OR_RETURN(output_norm_, GetF32(f, "output_norm.weight", cfg_.d_model));
   if (f.FindTensor("output.weight")) {
     ASSIGN_OR_RETURN(output_, GetMatrix(f, "output.weight", cfg_.d_model, cfg_.vocab, repack,

@@ -78,10 +78,9 @@ struct LoadOptions {
   // Reference mode: dequantize every matrix to f32 at load, so matmuls run
   // without 8-bit activation rounding (4-8x the memory; for evaluation).
   bool dequantize_to_f32 = false;
-  // Load-time precision: every matrix converted (see LoadPrecision); unset =
-  // as the file stores them.
-  std::optional<DType> convert_to;
-  RowQuantizer convert_row = nullptr;  // null: FormatOf(*convert_to).quantize
+  // Load-time precision: every matrix converted (see LoadPrecision); its `to`
+  // unset = as the file stores them.
+  LoadPrecision precision;
 };
 
 // model.precision / --precision: "native" -> unset; f32, f16, bf16, q8_0,
@@ -144,7 +143,7 @@ class LlamaModel {
   std::vector<float> inv_freq_, inv_freq_local_;
   int64_t weight_bytes_ = 0;
   std::unique_ptr<Scratch> scratch_;
-  std::vector<std::unique_ptr<uint8_t[]>> converted_weights_;  // dequantize_to_f32 / convert_to
+  std::vector<std::unique_ptr<uint8_t[]>> converted_weights_;  // dequantize_to_f32 / precision
 };
 
 }  // namespace brisk

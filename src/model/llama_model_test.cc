@@ -247,7 +247,7 @@ TEST(LlamaModelPrecisionTest, ConvertedWeightsStayCloseToTheFile) {
     BRISK_SKIP_OR_FAIL_MISSING("default model not installed");
   auto load = [](std::optional<DType> to, bool reference = false) {
     LoadOptions o;
-    o.convert_to = to;
+    o.precision.to = to;
     o.dequantize_to_f32 = reference;
     auto m = LlamaModel::Load(ModelPath(), o);
     EXPECT_TRUE(m.ok()) << m.status().ToString();

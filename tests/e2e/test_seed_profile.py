@@ -4,22 +4,16 @@ the embedded SmolLM2 has 8k): refused without a gate report for its serving
 key, with the command that makes one; served ungated with --allow-ungated
 (fp8 weights converted at load); the golden set's gate passed and kept; then
 started as written and answering through the openai client."""
-import json
 import os
 import subprocess
 
 from conftest import skip_or_fail
+from test_eval import models_info
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFILE = os.path.join(ROOT, "inference.yaml")
 GEMMA = os.path.join(ROOT, "models", "gemma-3-270m-q4_k_m.gguf")
 FACTS = os.path.join(ROOT, "bench", "golden", "facts_completion.jsonl")
-
-
-def models_info(server):
-    status, body = server.get("/v1/models")
-    assert status == 200, body
-    return json.loads(body)["data"][0]["brisk"]
 
 
 def test_seed_profile_serves_fp8_after_its_gate(brisk_bin, make_server, tmp_path):
