@@ -3,6 +3,8 @@
 // side: pp = one forward of P prompt tokens; tg = G single-token decode steps
 // from an empty context; batched = B sequences of P prompt tokens, then G
 // steps decoding all B at once (aggregate tokens/s).
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -28,6 +30,8 @@ struct BenchFlags {
   int ntg = 128;
   std::string json_out;
   std::string precision = "native";
+  std::string kv_precision = "f16";
+  int depth = 0;  // context tokens already in the KV cache before tg
 };
 
 using Clock = std::chrono::steady_clock;
@@ -43,8 +47,8 @@ struct Bench {
   std::mt19937 rng{1234};
   std::vector<float> logits;
 
-  Bench(LlamaModel& m, int64_t blocks, int n_threads)
-      : model(m), kv(m.kv_shape(16), blocks), pool(blocks), threads(n_threads) {}
+  Bench(LlamaModel& m, KvType kv_type, int64_t blocks, int n_threads)
+      : model(m), kv(m.kv_shape(16, kv_type), blocks), pool(blocks), threads(n_threads) {}
 
   int32_t RandomToken() { return static_cast<int32_t>(rng() % model.config().vocab); }
 
@@ -109,6 +113,11 @@ int RunBench(const BenchFlags& f) {
     std::fprintf(stderr, "brisk: error: %s\n", precision.status().ToString().c_str());
     return 1;
   }
+  auto kv_type = ParseKvPrecision(f.kv_precision);
+  if (!kv_type.ok()) {
+    std::fprintf(stderr, "brisk: error: %s\n", kv_type.status().ToString().c_str());
+    return 1;
+  }
   LoadOptions load;
   load.precision = *precision;
   auto model = LlamaModel::Load(f.model, load);
@@ -118,12 +127,14 @@ int RunBench(const BenchFlags& f) {
   }
   int max_par = 1;
   for (int p : f.parallel) max_par = std::max(max_par, p);
-  const int64_t blocks = std::max<int64_t>((f.pp + f.tg + 15) / 16 + 1,
+  const int64_t blocks = std::max<int64_t>((std::max(f.pp, f.depth) + f.tg + 15) / 16 + 1,
                                            int64_t{max_par} * ((f.npp + f.ntg + 15) / 16) + 1);
-  Bench b(**model, blocks, f.threads);
+  Bench b(**model, *kv_type, blocks, f.threads);
   nlohmann::json out;
   out["model"] = f.model;
   out["precision"] = f.precision;
+  out["kv_precision"] = f.kv_precision;
+  out["kv_bytes_per_token"] = b.kv.shape().BytesPerBlock() / b.kv.shape().block_size;
   out["threads"] = f.threads;
   out["kernels"] = ActiveKernelVariant();
   out["weight_bytes"] = (*model)->weight_bytes();
@@ -142,17 +153,19 @@ int RunBench(const BenchFlags& f) {
       pp_tps.push_back(f.pp / res->first);
     }
     if (f.tg > 0) {
-      auto res = b.Run(1, 0, f.tg, 512);
+      auto res = b.Run(1, f.depth, f.tg, 512);
       if (!res.ok()) return fail(res.status());
       tg_tps.push_back(f.tg / res->second);
     }
   }
   out["pp"] = {{"n_prompt", f.pp}, {"tokens_per_s", Median(pp_tps)}, {"runs", pp_tps}};
-  out["tg"] = {{"n_gen", f.tg}, {"tokens_per_s", Median(tg_tps)}, {"runs", tg_tps}};
+  out["tg"] = {
+      {"n_gen", f.tg}, {"depth", f.depth}, {"tokens_per_s", Median(tg_tps)}, {"runs", tg_tps}};
   std::printf("model=%s threads=%d kernels=%s\n", f.model.c_str(), f.threads,
               ActiveKernelVariant());
   std::printf("pp%-4d %10.1f tokens/s\n", f.pp, Median(pp_tps));
-  std::printf("tg%-4d %10.1f tokens/s\n", f.tg, Median(tg_tps));
+  std::printf("tg%-4d %10.1f tokens/s%s\n", f.tg, Median(tg_tps),
+              f.depth ? fmt::format(" (after {} context tokens)", f.depth).c_str() : "");
   nlohmann::json par = nlohmann::json::array();
   for (int p : f.parallel) {
     auto res = b.Run(p, f.npp, f.ntg, 512);
@@ -208,7 +221,14 @@ CommandRunner RegisterBenchModel(CLI::App& app) {
   app.add_option("--json", f->json_out, "Write results as JSON to this file");
   app.add_option("--precision", f->precision,
                  "Weight precision at load (as brisk serve --precision): native, f32, f16, bf16, "
-                 "q8_0, q4_0, int8, int4");
+                 "q8_0, q4_0, int8, int4, fp8, ...");
+  app.add_option("--kv-precision", f->kv_precision,
+                 "KV cache precision (as brisk serve --kv-precision): f16, f32, bf16, int8, fp8")
+      ->capture_default_str();
+  app.add_option("-d,--depth", f->depth,
+                 "Context tokens in the KV cache before tg is timed (as llama-bench -d)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   return [f] { return RunBench(*f); };
 }
 

@@ -30,6 +30,8 @@ namespace {
 struct KldFlags {
   std::string model;
   std::string precision = "native";
+  std::string kv_precision = "f16";
+  KvType kv_type = KvType::kF16;  // kv_precision, parsed
   std::string text;
   std::string save_base;
   std::string base;
@@ -75,7 +77,9 @@ Expected<std::unique_ptr<LlamaModel>> LoadModel(const KldFlags& f) {
 }
 
 std::string Description(const KldFlags& f) {
-  return nlohmann::json{{"model", f.model}, {"precision", f.precision}}.dump();
+  return nlohmann::json{
+      {"model", f.model}, {"precision", f.precision}, {"kv_precision", f.kv_precision}}
+      .dump();
 }
 
 int SaveBase(const KldFlags& f, LlamaModel& model) {
@@ -94,8 +98,8 @@ int SaveBase(const KldFlags& f, LlamaModel& model) {
   auto writer = eval::KldBaseWriter::Create(f.save_base, h);
   if (!writer.ok()) return Fail(writer.status());
   std::fprintf(stderr, "brisk eval kld: reference %s (%s), %d chunks of %d tokens, %lld scored\n",
-               f.model.c_str(), f.precision.c_str(), h.chunks.n_chunks, h.chunks.n_ctx,
-               static_cast<long long>(h.chunks.scored()));
+               f.model.c_str(), (f.precision + ", KV " + f.kv_precision).c_str(), h.chunks.n_chunks,
+               h.chunks.n_ctx, static_cast<long long>(h.chunks.scored()));
   ThreadPool pool(f.threads);
   Progress progress(h.chunks.n_chunks);
   std::vector<float> lp(static_cast<size_t>(h.vocab));
@@ -107,7 +111,7 @@ int SaveBase(const KldFlags& f, LlamaModel& model) {
         nll -= lp[h.chunks.next_token(c, j)];
         return (*writer)->Append(lp.data());
       },
-      [&](int c) { progress.Chunk(c); });
+      [&](int c) { progress.Chunk(c); }, f.kv_type);
   if (st.ok()) st = (*writer)->Finish();
   if (!st.ok()) return Fail(st);
   std::printf("reference perplexity %.4f over %lld positions; base saved as %s\n",
@@ -124,8 +128,8 @@ int Compare(const KldFlags& f, LlamaModel& model) {
     return Fail(InvalidArgument("the base was made with a {}-token vocabulary; {} has {}", h.vocab,
                                 f.model, model.config().vocab));
   std::fprintf(stderr, "brisk eval kld: %s (%s) against the base %s (reference %s), %lld scored\n",
-               f.model.c_str(), f.precision.c_str(), f.base.c_str(), h.description.c_str(),
-               static_cast<long long>(h.chunks.scored()));
+               f.model.c_str(), (f.precision + ", KV " + f.kv_precision).c_str(), f.base.c_str(),
+               h.description.c_str(), static_cast<long long>(h.chunks.scored()));
   ThreadPool pool(f.threads);
   Progress progress(h.chunks.n_chunks);
   std::vector<float> ref(static_cast<size_t>(h.vocab)), test(ref.size());
@@ -140,7 +144,7 @@ int Compare(const KldFlags& f, LlamaModel& model) {
             eval::ComparePosition(ref.data(), test.data(), h.vocab, h.chunks.next_token(c, j)));
         return Status::Ok();
       },
-      [&](int c) { progress.Chunk(c); });
+      [&](int c) { progress.Chunk(c); }, f.kv_type);
   if (!st.ok()) return Fail(st);
   const eval::KldSummary sum = eval::Summarize(stats);
   std::string md = eval::SummaryMarkdown(sum);
@@ -163,6 +167,7 @@ int Compare(const KldFlags& f, LlamaModel& model) {
     nlohmann::json j = eval::SummaryJson(sum);
     j["model"] = f.model;
     j["precision"] = f.precision;
+    j["kv_precision"] = f.kv_precision;
     j["reference"] = nlohmann::json::parse(h.description, nullptr, false);
     j["n_ctx"] = h.chunks.n_ctx;
     j["chunks"] = h.chunks.n_chunks;
@@ -181,6 +186,9 @@ int RunKld(KldFlags f) {
   if (!f.save_base.empty() && f.text.empty())
     return Fail(InvalidArgument("--save-base needs --text (the evaluation text)"));
   if (f.model.empty()) f.model = DefaultModelPath();
+  auto kv_type = ParseKvPrecision(f.kv_precision);
+  if (!kv_type.ok()) return Fail(kv_type.status().WithContext("--kv-precision"));
+  f.kv_type = *kv_type;
   auto model = LoadModel(f);
   if (!model.ok()) return Fail(model.status());
   return f.save_base.empty() ? Compare(f, **model) : SaveBase(f, **model);
@@ -197,7 +205,10 @@ CommandRunner RegisterEvalKld(CLI::App& eval_app) {
   kld->add_option("--model", f->model, "GGUF file (default: the embedded default model)");
   kld->add_option(
       "--precision", f->precision,
-      "Weight precision at load: native (default), f32, f16, bf16, q8_0, q4_0, int8, int4");
+      "Weight precision at load: native (default), f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, "
+      "... (as brisk serve --precision)");
+  kld->add_option("--kv-precision", f->kv_precision,
+                  "KV cache precision: f16 (default), f32, bf16, int8, fp8");
   kld->add_option("--text", f->text, "Evaluation text (UTF-8), for --save-base");
   kld->add_option("--save-base", f->save_base,
                   "Score the text with this (reference) configuration and save its distributions");

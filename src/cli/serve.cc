@@ -29,7 +29,8 @@ struct ServeFlags {
   int64_t max_context_tokens = 0;
   int64_t max_concurrent = 0;
   std::string kv_cache;
-  std::string precision;  // "" = the config's model.precision
+  std::string precision;     // "" = the config's model.precision
+  std::string kv_precision;  // "" = the config's cache.kv_precision
   bool allow_ungated = false;
   std::string gate_dir;  // "" = DefaultGateDir()
   bool no_prefix_cache = false;
@@ -94,25 +95,30 @@ int RunServe(const ServeFlags& f) {
   int threads = cfg.scheduler.threads;
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   if (!f.precision.empty()) cfg.model.precision = f.precision;
+  if (!f.kv_precision.empty()) cfg.cache.kv_precision = f.kv_precision;
+  auto kv_type = ParseKvPrecision(cfg.cache.kv_precision);
+  if (!kv_type.ok()) return Fail(kv_type.status().WithContext("cache.kv_precision"));
   auto precision = LoadPrecisionType(cfg.model.precision);
   if (!precision.ok()) return Fail(precision.status().WithContext("model.precision"));
   LoadOptions load_options;
   load_options.precision = *precision;
   auto model = LlamaModel::Load(path, load_options);
   if (!model.ok()) return Fail(model.status().WithContext("loading " + path));
-  // A precision other than the file's own is a serving change: it starts
-  // only with a passing golden-set gate report for exactly this model file,
-  // precision, KV precision and engine version (serving_gate.h), or with
-  // --allow-ungated, which it then says in the log, /metrics and /v1/models.
-  // The file's own precision needs no gate, so only a converted one hashes
-  // the whole file (seconds for a large model).
+  // A precision other than the file's own, or a KV precision other than
+  // F16, is a serving change: it starts only with a passing golden-set gate
+  // report for exactly this model file, precision, KV precision and engine
+  // version (serving_gate.h), or with --allow-ungated, which it then says in
+  // the log, /metrics and /v1/models. The defaults need no gate, so only a
+  // changed configuration hashes the whole file (seconds for a large model).
   ServingKey key;
   const std::string gate_dir = f.gate_dir.empty() ? DefaultGateDir() : f.gate_dir;
   bool gated = true;
   std::string gate_report;
-  if (precision->to.has_value()) {
+  const bool changed = precision->to.has_value() || *kv_type != KvType::kF16;
+  if (changed) {
     key.model_hash = ModelFileHash((*model)->file().bytes());
     key.precision = cfg.model.precision;
+    key.kv_precision = cfg.cache.kv_precision;
     auto report = FindPassingGateReport(gate_dir, key);
     if (report.ok()) {
       gate_report = *report;
@@ -120,11 +126,11 @@ int RunServe(const ServeFlags& f) {
       gated = false;
     } else {
       return Fail(InvalidArgument(
-          "model.precision {} converts the weights at load and needs a passing golden-set gate "
-          "report ({}). Make one: start this server with --allow-ungated, run `brisk eval golden "
-          "--set <set.jsonl> --url <its url> --save-gate {}` (the set's gate thresholds must "
-          "hold), then start it again without --allow-ungated",
-          cfg.model.precision, report.status().message(), gate_dir));
+          "model.precision {} with cache.kv_precision {} is a serving change and needs a passing "
+          "golden-set gate report ({}). Make one: start this server with --allow-ungated, run "
+          "`brisk eval golden --set <set.jsonl> --url <its url> --save-gate {}` (the set's gate "
+          "thresholds must hold), then start it again without --allow-ungated",
+          cfg.model.precision, cfg.cache.kv_precision, report.status().message(), gate_dir));
     }
   }
   auto tok = Tokenizer::FromGguf((*model)->file());
@@ -135,29 +141,33 @@ int RunServe(const ServeFlags& f) {
   auto serving = LocalServing::Start(cfg, **model, **tok, id, threads);
   if (!serving.ok()) return Fail(serving.status());
   OpenAiServer& server = (*serving)->server();
-  nlohmann::ordered_json info = {{"precision", cfg.model.precision}, {"gated", gated}};
-  if (precision->to.has_value()) {
+  nlohmann::ordered_json info = {{"precision", cfg.model.precision},
+                                 {"kv_precision", cfg.cache.kv_precision},
+                                 {"gated", gated}};
+  if (changed) {
     info["serving_key"] = key.ToJson();
     info["gate_report"] = gate_report;
   }
   server.SetServingInfo(info);
   server.registry()
       .GetGauge("brisk:serving_ungated",
-                "1 when a converted precision is served without a passing gate report "
-                "(--allow-ungated)")
+                "1 when a converted precision or KV precision is served without a passing gate "
+                "report (--allow-ungated)")
       ->Set(gated ? 0 : 1);
   if (!gated) {
     log::Warn(
-        "serving {} with weights converted to {} at load WITHOUT a passing golden-set gate "
+        "serving {} with precision {} and KV precision {} WITHOUT a passing golden-set gate "
         "(--allow-ungated; serving key {})",
-        id, cfg.model.precision, key.Id());
+        id, cfg.model.precision, cfg.cache.kv_precision, key.Id());
   } else if (!gate_report.empty()) {
-    log::Info("precision {}: gate report {}", cfg.model.precision, gate_report);
+    log::Info("precision {}, KV precision {}: gate report {}", cfg.model.precision,
+              cfg.cache.kv_precision, gate_report);
   }
-  std::printf("brisk: serving %s on http://%s:%d (threads %d, %s batching, prefix cache %s)\n",
-              id.c_str(), cfg.server.host.c_str(), server.port(), threads,
-              cfg.scheduler.continuous_batching ? "continuous" : "static",
-              cfg.cache.prefix_cache ? "on" : "off");
+  std::printf(
+      "brisk: serving %s on http://%s:%d (threads %d, %s batching, prefix cache %s, KV %s)\n",
+      id.c_str(), cfg.server.host.c_str(), server.port(), threads,
+      cfg.scheduler.continuous_batching ? "continuous" : "static",
+      cfg.cache.prefix_cache ? "on" : "off", cfg.cache.kv_precision.c_str());
   std::fflush(stdout);
   // The line above is for people and scripts (it has the port); a JSON log
   // gets the same as an event.
@@ -214,10 +224,13 @@ CommandRunner RegisterServe(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   app.add_option("--kv-cache", f->kv_cache, "KV cache memory, e.g. 512MiB");
   app.add_option("--precision", f->precision,
-                 "weights: native (the file's), f32, f16, bf16, q8_0, q4_0, int8, int4 (converted "
-                 "at load)");
+                 "weights: native (the file's), f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, ... "
+                 "(converted at load; docs/config.md)");
+  app.add_option("--kv-precision", f->kv_precision,
+                 "KV cache: f16 (default), f32, bf16, int8, fp8 (int8/fp8 hold ~2x the tokens)");
   app.add_flag("--allow-ungated", f->allow_ungated,
-               "serve a converted precision without a passing golden-set gate report");
+               "serve a converted precision or KV precision without a passing golden-set gate "
+               "report");
   app.add_option("--gate-dir", f->gate_dir,
                  "gate reports (default $BRISK_GATE_DIR, else ~/.cache/brisk/gates)");
   app.add_flag("--no-prefix-cache", f->no_prefix_cache, "turn the prefix cache off");

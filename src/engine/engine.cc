@@ -26,8 +26,9 @@ Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOption
               ? std::min<int64_t>(options.max_context_tokens, model.config().context_length)
               : model.config().context_length),
       threads_(options.n_threads),
-      kv_(model.kv_shape(options.block_size),
-          KvCache::BlocksForBudget(model.kv_shape(options.block_size), options.kv_budget_bytes)),
+      kv_(model.kv_shape(options.block_size, options.kv_type),
+          KvCache::BlocksForBudget(model.kv_shape(options.block_size, options.kv_type),
+                                   options.kv_budget_bytes)),
       pool_(kv_.num_blocks()),
       scheduler_(
           [&] {

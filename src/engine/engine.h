@@ -38,7 +38,8 @@ struct EngineOptions {
   int n_threads = 2;
   int block_size = 16;
   int64_t kv_budget_bytes = 512ll << 20;
-  int max_batch_tokens = 512;  // tokens per forward step
+  KvType kv_type = KvType::kF16;  // cache.kv_precision
+  int max_batch_tokens = 512;     // tokens per forward step
   int max_concurrent_sequences = 64;
   int prefill_chunk_tokens = 0;  // 0 = max_batch_tokens
   bool continuous_batching = true;

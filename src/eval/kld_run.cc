@@ -29,14 +29,15 @@ Expected<TextChunks> MakeChunks(std::vector<int32_t> text_tokens, int n_ctx, int
 }
 
 Status ScoreChunks(LlamaModel& model, ThreadPool& pool, const TextChunks& chunks,
-                   const ScoredRowFn& on_row, const std::function<void(int chunk)>& on_chunk) {
+                   const ScoredRowFn& on_row, const std::function<void(int chunk)>& on_chunk,
+                   KvType kv_type) {
   const int n_ctx = chunks.n_ctx;
   const int vocab = model.config().vocab;
   if (model.config().context_length > 0 && n_ctx > model.config().context_length)
     return InvalidArgument("--ctx {} is longer than the model's context ({})", n_ctx,
                            model.config().context_length);
   const int n_blocks = (n_ctx + kBlockSize - 1) / kBlockSize;
-  KvCache kv(model.kv_shape(kBlockSize), n_blocks);
+  KvCache kv(model.kv_shape(kBlockSize, kv_type), n_blocks);
   std::vector<int32_t> blocks(n_blocks);
   std::iota(blocks.begin(), blocks.end(), 0);
   std::vector<int32_t> toks(n_ctx);

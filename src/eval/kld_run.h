@@ -40,7 +40,9 @@ Expected<TextChunks> MakeChunks(std::vector<int32_t> text_tokens, int n_ctx, int
 // (logits: vocab floats), and `on_chunk(chunk)` after each chunk. Stops at
 // the first error either returns.
 using ScoredRowFn = std::function<Status(int chunk, int j, const float* logits)>;
+// The KV cache holds `kv_type` (cache.kv_precision).
 Status ScoreChunks(LlamaModel& model, ThreadPool& pool, const TextChunks& chunks,
-                   const ScoredRowFn& on_row, const std::function<void(int chunk)>& on_chunk = {});
+                   const ScoredRowFn& on_row, const std::function<void(int chunk)>& on_chunk = {},
+                   KvType kv_type = KvType::kF16);
 
 }  // namespace brisk::eval

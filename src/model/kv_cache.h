@@ -1,10 +1,13 @@
 // Paged KV storage: a pool of fixed-size blocks (block_size token slots), per
-// layer, holding K and V in F16. Position p of a sequence is slot
+// layer, holding K and V in the cache's precision (KvType: F16 by default;
+// INT8/FP8 add one F16 scale per position and KV head for K and for V).
+// Position p of a sequence is slot
 // p % block_size of block block_table[p / block_size]. Within a block, K is
 // stored transposed ([kv_dim][block_size]: one head dimension of all slots is
 // contiguous, so attention scores a whole block with one vector FMA per
-// dimension) and V row-major ([block_size][kv_dim]); a layer's blocks are
-// block_stride() elements apart, K then V. Which block belongs to which
+// dimension) and V row-major ([block_size][kv_dim]), then (scaled types) the
+// K scales [n_kv_heads][block_size] and the V scales [n_kv_heads][block_size];
+// a layer's blocks are BlockStride() bytes apart. Which block belongs to which
 // sequence is the engine's business (engine/kv_block_pool.h).
 //
 // This module owns the layout: the forward pass writes K/V with StoreToken()
@@ -14,23 +17,37 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "tensor/attention.h"
+#include "util/status.h"
 
 namespace brisk {
+
+// cache.kv_precision names: f16 (the default), f32, bf16, int8, fp8.
+Expected<KvType> ParseKvPrecision(const std::string& name);
+const char* KvPrecisionName(KvType type);
+std::vector<std::string> KvPrecisionNames();
 
 struct KvCacheShape {
   int n_layers = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
   int block_size = 16;
+  KvType type = KvType::kF16;
   int64_t kv_dim() const { return int64_t{n_kv_heads} * head_dim; }
   // Blocks that hold positions [0, n_positions).
   int64_t BlocksFor(int64_t n_positions) const {
     return (n_positions + block_size - 1) / block_size;
   }
-  // Bytes one block takes over all layers (K and V, F16).
-  int64_t BytesPerBlock() const { return int64_t{n_layers} * 2 * block_size * kv_dim() * 2; }
+  // Bytes of one layer's block: K and V values, and their scales.
+  int64_t BlockStride() const {
+    return 2 * int64_t{block_size} * kv_dim() * KvTypeBytes(type) +
+           (KvTypeScaled(type) ? 2 * int64_t{n_kv_heads} * block_size * 2 : 0);
+  }
+  // Bytes one block takes over all layers.
+  int64_t BytesPerBlock() const { return int64_t{n_layers} * BlockStride(); }
 };
 
 class KvCache {
@@ -45,9 +62,13 @@ class KvCache {
 
   // Stores one token's K and V (kv_dim floats each, KV heads one after the
   // other) at position `pos` of the sequence whose blocks are `block_table`
-  // (which must cover pos), in `layer`, rounded to F16.
+  // (which must cover pos), in `layer`, rounded to the cache's precision
+  // (INT8/FP8: each head's values scaled by their largest magnitude).
   void StoreToken(int layer, const int32_t* block_table, int32_t pos, const float* k,
                   const float* v);
+  // The values StoreToken kept for that position, back as floats (what
+  // attention computes with).
+  void LoadToken(int layer, const int32_t* block_table, int32_t pos, float* k, float* v) const;
   // Where attention reads KV head `kv_head` of `layer` (positions map to
   // blocks through the sequence's block table).
   PagedKvHead Head(int layer, int kv_head) const;
@@ -59,23 +80,27 @@ class KvCache {
   void CopyBlock(int64_t src, int64_t dst);
 
  private:
-  // Elements between consecutive blocks of one layer.
-  int64_t block_stride() const { return 2 * shape_.block_size * shape_.kv_dim(); }
   // Block `block` of layer `layer`: K as [kv_dim][block_size], then V as
-  // [block_size][kv_dim].
-  uint16_t* KBlock(int layer, int64_t block) const {
-    return data_.get() + (layer * num_blocks_ + block) * block_stride();
+  // [block_size][kv_dim], then the K and V scales.
+  uint8_t* KBlock(int layer, int64_t block) const {
+    return data_.get() + (layer * num_blocks_ + block) * shape_.BlockStride();
   }
-  uint16_t* VBlock(int layer, int64_t block) const {
-    return KBlock(layer, block) + shape_.block_size * shape_.kv_dim();
+  uint8_t* VBlock(int layer, int64_t block) const { return KBlock(layer, block) + values_bytes(); }
+  uint8_t* KScales(int layer, int64_t block) const { return VBlock(layer, block) + values_bytes(); }
+  uint8_t* VScales(int layer, int64_t block) const {
+    return KScales(layer, block) + 2 * int64_t{shape_.n_kv_heads} * shape_.block_size;
+  }
+  // Bytes of a block's K (or V) values in one layer.
+  int64_t values_bytes() const {
+    return int64_t{shape_.block_size} * shape_.kv_dim() * KvTypeBytes(shape_.type);
   }
 
   KvCacheShape shape_;
   int64_t num_blocks_;
   struct Free {
-    void operator()(uint16_t* p) const { std::free(p); }
+    void operator()(uint8_t* p) const { std::free(p); }
   };
-  std::unique_ptr<uint16_t[], Free> data_;
+  std::unique_ptr<uint8_t[], Free> data_;
 };
 
 }  // namespace brisk

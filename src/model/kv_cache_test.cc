@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -13,6 +14,12 @@
 
 namespace brisk {
 namespace {
+
+uint16_t Half(const uint8_t* base, int64_t byte_offset) {
+  uint16_t h;
+  std::memcpy(&h, base + byte_offset, 2);
+  return h;
+}
 
 TEST(KvCacheTest, StoreTokenIsReadBackThroughHead) {
   const KvCacheShape shape{/*n_layers=*/2, /*n_kv_heads=*/3, /*head_dim=*/8, /*block_size=*/16};
@@ -40,10 +47,10 @@ TEST(KvCacheTest, StoreTokenIsReadBackThroughHead) {
         const int64_t b = table[p / head.block_size], s = p % head.block_size;
         for (int d = 0; d < shape.head_dim; ++d) {
           const int e = h * shape.head_dim + d;
-          EXPECT_EQ(head.k_base[b * head.block_stride + d * head.block_size + s],
+          EXPECT_EQ(Half(head.k_base, b * head.block_stride + (d * head.block_size + s) * 2),
                     FloatToHalf(k[(l * 40 + p) * kv_dim + e]))
               << "layer " << l << " head " << h << " pos " << p << " dim " << d;
-          EXPECT_EQ(head.v_base[b * head.block_stride + s * head.v_row_stride + d],
+          EXPECT_EQ(Half(head.v_base, b * head.block_stride + (s * head.v_row_stride + d) * 2),
                     FloatToHalf(v[(l * 40 + p) * kv_dim + e]))
               << "layer " << l << " head " << h << " pos " << p << " dim " << d;
         }
@@ -51,7 +58,7 @@ TEST(KvCacheTest, StoreTokenIsReadBackThroughHead) {
     }
   }
   // Copy-on-write copies every layer's whole block (K and V: block_stride
-  // elements from head 0's K).
+  // bytes from head 0's K).
   kv.CopyBlock(3, 1);
   for (int l = 0; l < 2; ++l) {
     const PagedKvHead head = kv.Head(l, 0);

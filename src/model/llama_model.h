@@ -102,8 +102,8 @@ class LlamaModel {
 
   const LlamaConfig& config() const { return cfg_; }
   const GgufFile& file() const { return *file_; }
-  KvCacheShape kv_shape(int block_size = 16) const {
-    return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, block_size};
+  KvCacheShape kv_shape(int block_size = 16, KvType type = KvType::kF16) const {
+    return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, block_size, type};
   }
   // Bytes of weights read per decoded token (for bandwidth reports).
   int64_t weight_bytes() const { return weight_bytes_; }

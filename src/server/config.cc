@@ -33,6 +33,9 @@ constexpr std::string_view kPrecisions[] = {
     "native", "f32",  "f16",  "bf16", "q8_0", "q4_0", "int8", "int4",   "fp8",   "q4_1",
     "q5_0",   "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl", "iq4_xs"};
 
+// ParseKvPrecision (model/kv_cache.h) takes each of these.
+constexpr std::string_view kKvPrecisions[] = {"f16", "f32", "bf16", "int8", "fp8"};
+
 constexpr std::string_view kUnknownFieldModes[] = {"reject", "ignore"};
 constexpr std::string_view kModelNameModes[] = {"exact", "any"};
 constexpr std::string_view kSpeculativeMethods[] = {"none", "ngram"};
@@ -76,6 +79,7 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"kv_cache", r.Bool(&k.kv_cache)},
            {"prefix_cache", r.Bool(&k.prefix_cache)},
            {"block_size", r.PowerOfTwo(&k.block_size, 256)},
+           {"kv_precision", r.OneOf(&k.kv_precision, kKvPrecisions)},
            {"share_prefix_across_tenants", r.Bool(&k.share_prefix_across_tenants)},
        }},
       {"response",
@@ -279,6 +283,7 @@ Expected<InferenceConfig> ParseDocument(const YAML::Node& doc, std::string_view 
 }  // namespace
 
 std::span<const std::string_view> PrecisionNames() { return kPrecisions; }
+std::span<const std::string_view> KvPrecisionConfigNames() { return kKvPrecisions; }
 
 Status config_yaml::ReadApiKeys(const Reader& r, const YAML::Node& n, const Loc& at,
                                 std::vector<ApiKeyConfig>* out) {

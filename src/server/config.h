@@ -46,8 +46,9 @@ struct InferenceConfig {
   } scheduler;
   struct Cache {
     bool kv_cache = true;
-    bool prefix_cache = true;  // requires kv_cache
-    int block_size = 16;       // tokens per KV block; power of two in 1..256
+    bool prefix_cache = true;          // requires kv_cache
+    int block_size = 16;               // tokens per KV block; power of two in 1..256
+    std::string kv_precision = "f16";  // one of KvPrecisionNames() (model/kv_cache.h)
     bool share_prefix_across_tenants = false;
     bool operator==(const Cache&) const = default;
   } cache;
@@ -115,6 +116,8 @@ struct InferenceConfig {
 // Accepted values of model.precision: native (the file's own types), f32,
 // f16, bf16, q8_0, q4_0, int8, int4, fp8.
 std::span<const std::string_view> PrecisionNames();
+// Accepted values of cache.kv_precision: f16, f32, bf16, int8, fp8.
+std::span<const std::string_view> KvPrecisionConfigNames();
 
 // Parses an inference.yaml document; `filename` is only used in messages.
 // An empty document (or only comments) gives all defaults. `key_env:` entries

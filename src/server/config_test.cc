@@ -9,6 +9,8 @@
 #include <fstream>
 #include <random>
 
+#include "model/kv_cache.h"
+
 namespace brisk {
 namespace {
 
@@ -264,6 +266,18 @@ TEST(ConfigTest, PrecisionMustBeKnown) {
               HasSubstr("inference.yaml:2: model.precision: expected one of native, f32"));
 }
 
+TEST(ConfigTest, KvPrecisionMustBeKnown) {
+  EXPECT_EQ(Parse("").cache.kv_precision, "f16");
+  EXPECT_EQ(ErrorOf("cache: {kv_precision: int4}\n"),
+            "inference.yaml:1: cache.kv_precision: 'int4' is not one of f16, f32, bf16, int8, fp8");
+  // The config's list and the cache's are the same names.
+  for (std::string_view p : KvPrecisionConfigNames()) {
+    EXPECT_EQ(Parse(fmt::format("cache: {{kv_precision: {}}}\n", p)).cache.kv_precision, p);
+    EXPECT_TRUE(ParseKvPrecision(std::string(p)).ok()) << p;
+  }
+  EXPECT_EQ(KvPrecisionConfigNames().size(), KvPrecisionNames().size());
+}
+
 TEST(ConfigTest, Integers) {
   EXPECT_EQ(ErrorOf("\n\n\nscheduler: {max_batch_tokens: lots}\n"),
             "inference.yaml:4: scheduler.max_batch_tokens: expected a positive integer, got "
@@ -312,7 +326,7 @@ TEST(ConfigTest, WrongType) {
             "inference.yaml:2: model.path: expected a string, got a sequence");
   EXPECT_EQ(ErrorOf("cache: true\n"),
             "inference.yaml:1: cache: expected a map with keys kv_cache, prefix_cache, "
-            "block_size, share_prefix_across_tenants, got 'true'");
+            "block_size, kv_precision, share_prefix_across_tenants, got 'true'");
   EXPECT_THAT(ErrorOf("server: [1, 2]\n"), HasSubstr("server: expected a map"));
   EXPECT_THAT(ErrorOf("server: {host: {a: b}}\n"),
               HasSubstr("server.host: expected a non-empty string, got a map"));

@@ -7,6 +7,8 @@ EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threa
   eo.n_threads = n_threads;
   eo.block_size = config.cache.block_size;
   eo.kv_budget_bytes = config.scheduler.kv_cache_bytes;
+  const auto kv_type = ParseKvPrecision(config.cache.kv_precision);  // Start() checked it
+  eo.kv_type = kv_type.ok() ? *kv_type : KvType::kF16;
   eo.max_batch_tokens = config.scheduler.max_batch_tokens;
   eo.max_concurrent_sequences = config.scheduler.max_concurrent_sequences;
   eo.prefill_chunk_tokens = config.scheduler.prefill_chunk_tokens;
@@ -37,6 +39,8 @@ Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfi
   if (!config.cache.kv_cache)
     return InvalidArgument(
         "cache.kv_cache: false is not supported: the engine always keeps a paged KV cache");
+  if (auto kv_type = ParseKvPrecision(config.cache.kv_precision); !kv_type.ok())
+    return kv_type.status().WithContext("cache.kv_precision");
   if (config.model.max_context_tokens > model.config().context_length)
     return InvalidArgument("model.max_context_tokens {} exceeds the model's context length {}",
                            config.model.max_context_tokens, model.config().context_length);

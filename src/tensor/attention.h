@@ -1,13 +1,13 @@
 // Causal attention of a chunk of query tokens of one sequence against its
-// paged F16 K/V history, for one KV head and the query heads that share it
-// (GQA). Query rows, two at a time, read K/V in F16 straight from the cache
-// blocks (every value loaded serves both rows and all heads of the group) in
-// three passes: scores for all visible positions (K blocks are stored
-// transposed, [head dims][block size], so 16 scores are one vector FMA per
-// head dimension), softmax, then the weighted sum of V rows. A row's
-// arithmetic depends only on that row, so a sequence's outputs are bitwise
-// the same however its tokens are chunked or batched. Compiled per CPU target
-// like the matmul kernels.
+// paged K/V history, for one KV head and the query heads that share it
+// (GQA). Query rows, two at a time, read K/V in their stored precision (F16
+// by default; see KvType) straight from the cache blocks (every value loaded
+// serves both rows and all heads of the group) in three passes: scores for
+// all visible positions (K blocks are stored transposed, [head dims][block
+// size], so 16 scores are one vector FMA per head dimension), softmax, then
+// the weighted sum of V rows. A row's arithmetic depends only on that row, so
+// a sequence's outputs are bitwise the same however its tokens are chunked or
+// batched. Compiled per CPU target like the matmul kernels.
 #pragma once
 
 #include <cstdint>
@@ -16,14 +16,33 @@
 
 namespace brisk {
 
-// One KV head's paged F16 history in one layer, as the KV cache lays it out
-// (model/kv_cache.h owns that layout and fills this in): for block b, K is
-// [head_dim][block_size] at k_base + b * block_stride (dimension d of slot s
-// at + d * block_size + s), and V rows (head_dim values) are at
-// v_base + b * block_stride + s * v_row_stride.
+// How the KV cache stores K and V (cache.kv_precision). F16 is the default;
+// F32 the exact reference; BF16 keeps F32's range with 8 mantissa bits;
+// INT8 and FP8 (E4M3) take one byte a value plus one F16 scale per
+// (position, KV head) for K and for V: a token's head_dim values share a
+// scale, set from their largest magnitude when the token is stored (so
+// appending never rescales what is already there).
+enum class KvType : uint8_t { kF16, kF32, kBF16, kInt8, kFP8 };
+
+// Bytes of one stored value (scales not counted).
+inline int KvTypeBytes(KvType t) {
+  return t == KvType::kF32 ? 4 : (t == KvType::kInt8 || t == KvType::kFP8) ? 1 : 2;
+}
+inline bool KvTypeScaled(KvType t) { return t == KvType::kInt8 || t == KvType::kFP8; }
+
+// One KV head's paged history in one layer, as the KV cache lays it out
+// (model/kv_cache.h owns that layout and fills this in). Offsets in bytes;
+// e = KvTypeBytes(type). For block b, K is [head_dim][block_size] at
+// k_base + b * block_stride (dimension d of slot s at + (d * block_size + s)
+// * e), V rows (head_dim values) at v_base + b * block_stride + s *
+// v_row_stride * e. Scaled types: the F16 scales of slot s are at
+// k_scale / v_scale + b * block_stride + 2 * s.
 struct PagedKvHead {
-  const uint16_t* k_base = nullptr;
-  const uint16_t* v_base = nullptr;
+  KvType type = KvType::kF16;
+  const uint8_t* k_base = nullptr;
+  const uint8_t* v_base = nullptr;
+  const uint8_t* k_scale = nullptr;
+  const uint8_t* v_scale = nullptr;
   int block_size = 16;  // a multiple of 16
   int64_t block_stride = 0;
   int64_t v_row_stride = 0;

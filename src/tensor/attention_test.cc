@@ -59,10 +59,10 @@ void RunCase(const Case& c, void (*fn)(const AttentionChunk&, float*)) {
   a.first_pos = c.first_pos;
   a.window = c.window;
   a.scale = 1.f / std::sqrt(float(c.head_dim));
-  a.kv.k_base = cache.data();
-  a.kv.v_base = cache.data() + c.block_size * kv_dim;
+  a.kv.k_base = reinterpret_cast<const uint8_t*>(cache.data());
+  a.kv.v_base = reinterpret_cast<const uint8_t*>(cache.data() + c.block_size * kv_dim);
   a.kv.block_size = c.block_size;
-  a.kv.block_stride = block_stride;
+  a.kv.block_stride = block_stride * 2;  // bytes
   a.kv.v_row_stride = kv_dim;
   a.block_table = table.data();
   std::vector<float> scratch(AttentionScratchFloats(n_ctx, c.head_dim, c.block_size));

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""KV cache precisions (cache.kv_precision, issue 13) on the real models, in
+one run: quality, room and speed of each against the default F16 cache.
+
+Quality: `brisk eval kld` of the file's own weights with each KV precision
+against two references saved once per model on the same text:
+  - "exact": the F32 copy of the weights (bench/kld_vs_llamacpp.py makes it)
+    with an F32 KV cache: the whole error of the configuration;
+  - "f16 KV": the same weights with the default F16 cache: the error the KV
+    precision adds by itself (the issue's int8 goal, KLD <= 0.002, is this).
+Room: KV bytes per token (`brisk bench-model`'s kv_bytes_per_token) and the
+sequences of --seq-tokens that fit in 512 MiB.
+Speed: `brisk bench-model --kv-precision K` pp512, tg128 from an empty cache
+and tg128 after --depth tokens (where attention reads the most KV), taken in
+rounds so that drift falls on every precision alike; ratios to F16.
+
+    python3 bench/kv_precision.py [--models smol,gemma] [--kv f16,f32,bf16,int8,fp8]
+        [--ctx 512] [--chunks 0] [--depth 2048] [--rounds 2] [--out bench/results/kv_precision.json]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kld_vs_llamacpp import CACHE, MODELS, TEXT, llama_bin, run  # noqa: E402
+
+BUDGET = 512 << 20
+
+
+def kld(brisk, model, base, kv, ctx, threads):
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        run([brisk, "eval", "kld", "--model", model, "--kv-precision", kv, "--base", base,
+             "--json", out.name, "--ctx", str(ctx), "--threads", str(threads)])
+        j = json.load(open(out.name))
+    return {"kld": j["kld"]["mean"], "kld_stderr": j["kld"]["stderr"], "kld_p99": j["kld_p99"],
+            "same_top1": j["same_top1"]["mean"], "ln_ppl_ratio": j["ln_ppl_ratio"]["mean"],
+            "rms_delta_p": j["rms_delta_p"]}
+
+
+def speed(brisk, model, kv, depth, threads, reps):
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        r = {}
+        for d in (0, depth):
+            run([brisk, "bench-model", "-m", model, "--kv-precision", kv, "-t", str(threads),
+                 "-p", "512", "-n", "128", "-d", str(d), "-r", str(reps), "--parallel", "1",
+                 "--npp", "8", "--ntg", "8", "--json", out.name])
+            j = json.load(open(out.name))
+            r["kv_bytes_per_token"] = j["kv_bytes_per_token"]
+            if d == 0:
+                r["pp512"] = j["pp"]["tokens_per_s"]
+                r["tg128"] = j["tg"]["tokens_per_s"]
+            else:
+                r[f"tg128_d{d}"] = j["tg"]["tokens_per_s"]
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--brisk", default=os.path.join(ROOT, "build", "brisk"))
+    ap.add_argument("--models", default="smol,gemma")
+    ap.add_argument("--kv", default="f16,f32,bf16,int8,fp8")
+    ap.add_argument("--ctx", type=int, default=512)
+    ap.add_argument("--chunks", type=int, default=0, help="chunks of the text (0: all)")
+    ap.add_argument("--depth", type=int, default=2048)
+    ap.add_argument("--seq-tokens", type=int, default=2048)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "kv_precision.json"))
+    a = ap.parse_args()
+    os.makedirs(CACHE, exist_ok=True)
+    kvs = [k for k in a.kv.split(",") if k]
+    results = []
+    for key in a.models.split(","):
+        label, rel = MODELS[key]
+        model = os.path.join(ROOT, rel)
+        if not os.path.exists(model):
+            print(f"skipping {label}: {rel} is not installed", file=sys.stderr)
+            continue
+        stem = os.path.splitext(os.path.basename(model))[0]
+        f32 = os.path.join(CACHE, stem + ".F32.gguf")
+        if not os.path.exists(f32):
+            run([f"{llama_bin()}/llama-quantize", "--allow-requantize", model, f32, "F32"])
+        exact = os.path.join(CACHE, f"{stem}.c{a.ctx}.exact.kldbase")
+        own = os.path.join(CACHE, f"{stem}.c{a.ctx}.kvf16.kldbase")
+        chunks = ["--chunks", str(a.chunks)] if a.chunks else []
+        run([a.brisk, "eval", "kld", "--model", f32, "--kv-precision", "f32", "--text", TEXT,
+             "--save-base", exact, "--ctx", str(a.ctx), "--threads", str(a.threads), *chunks])
+        run([a.brisk, "eval", "kld", "--model", model, "--text", TEXT, "--save-base", own,
+             "--ctx", str(a.ctx), "--threads", str(a.threads), *chunks])
+        rows = {}
+        for kv in kvs:
+            rows[kv] = {"vs_exact": kld(a.brisk, model, exact, kv, a.ctx, a.threads),
+                        "vs_f16_kv": kld(a.brisk, model, own, kv, a.ctx, a.threads)}
+        os.unlink(exact)
+        os.unlink(own)
+        if not a.skip_speed:
+            runs = {kv: [] for kv in kvs}
+            for _ in range(a.rounds):
+                for kv in kvs:
+                    runs[kv].append(speed(a.brisk, model, kv, a.depth, a.threads, a.reps))
+            for kv in kvs:
+                rows[kv]["speed"] = {m: statistics.median(r[m] for r in runs[kv])
+                                     for m in runs[kv][0]}
+                rows[kv]["speed"]["runs"] = runs[kv]
+        results.append({"model": label, "file": rel, "kv": rows})
+
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump({"ctx": a.ctx, "chunks": a.chunks, "depth": a.depth, "seq_tokens": a.seq_tokens,
+                   "text": os.path.relpath(TEXT, ROOT), "results": results}, f, indent=2)
+    print(f"\nKV cache precisions, text {os.path.relpath(TEXT, ROOT)}, n_ctx {a.ctx}; KLD to "
+          f"the exact configuration (F32 weights, F32 KV) and to the same weights with the F16 "
+          f"KV cache\n")
+    print("| model | KV | KLD vs exact | same top-1 vs exact | KLD vs F16 KV | 99% KLD vs F16 KV | "
+          f"same top-1 vs F16 KV | bytes/token | {a.seq_tokens}-token seqs in 512 MiB | "
+          f"pp512 | tg128 | tg128 @{a.depth} |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        base = r["kv"].get("f16", {}).get("speed")
+        for kv, row in r["kv"].items():
+            e, o = row["vs_exact"], row["vs_f16_kv"]
+            sp = row.get("speed")
+            cells = ["", "", "", "", ""]
+            if sp:
+                per_block = sp["kv_bytes_per_token"] * 16
+                seqs = (BUDGET // per_block) * 16 // a.seq_tokens
+                cells = [f"{sp['kv_bytes_per_token']:.0f}", f"{seqs}"]
+                for m in ("pp512", "tg128", f"tg128_d{a.depth}"):
+                    ratio = f" ({sp[m] / base[m]:.2f}x)" if base else ""
+                    cells.append(f"{sp[m]:.0f}{ratio}")
+            print(f"| {r['model']} | {kv} | {e['kld']:.6f} | {100 * e['same_top1']:.2f}% | "
+                  f"{o['kld']:.6f} ± {o['kld_stderr']:.6f} | {o['kld_p99']:.5f} | "
+                  f"{100 * o['same_top1']:.2f}% | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
