@@ -30,6 +30,19 @@ Usage (from the repo root):
 
 The output is byte-for-byte deterministic for given arguments and gguf version.
 Takes ~10-30 s and ~2 GB RAM for the full 30-layer model.
+
+Architectures without an installed model (--arch qwen2 | qwen3): nothing is
+copied; the file is synthesized from the shape flags (--hidden, --heads,
+--kv-heads, --head-dim, --ff, --layers, --untied) with a small byte-level BPE
+tokenizer (random_bpe_vocab.py: tokenizer.ggml.model "gpt2", pre "qwen2", the
+256 byte tokens, merges learned on bench/golden/kld_text.txt, <|endoftext|>,
+<|im_start|>, <|im_end|>, a ChatML template), so llama.cpp and Brisk both load
+it.  Weights are scaled for a peaked next-token distribution (matrices
+N(0, 1/fan_in), q/k/v biases N(0, 0.5^2), norm weights 1 + N(0, 0.1^2),
+embeddings and output with logits of std ~--logit-std), so that logits
+comparisons between engines mean something:
+  python3 tools/make_random_gguf.py --arch qwen2 --type Q8_0 --out /tmp/qwen2.Q8_0.gguf
+  python3 tools/make_random_gguf.py --arch qwen3 --type F32 --head-dim 96 --out /tmp/qwen3.gguf
 """
 from __future__ import annotations
 
@@ -77,6 +90,98 @@ def encode(values: np.ndarray, qtype: QT) -> np.ndarray:
     return gguf.quants.quantize(values, qtype)
 
 
+def synthesize(args) -> int:
+    """--arch qwen2 | qwen3: a small model written from the shape flags."""
+    from random_bpe_vocab import CHATML_TEMPLATE, make_vocab
+
+    d, heads, kv_heads, ff = args.hidden, args.heads, args.kv_heads, args.ff
+    head_dim = args.head_dim or d // heads
+    n_layers = args.layers or 2
+    q_dim, kv_dim = heads * head_dim, kv_heads * head_dim
+    if heads % kv_heads:
+        sys.exit("--heads must be a multiple of --kv-heads")
+    if args.arch == "qwen2" and head_dim * heads != d:
+        sys.exit("qwen2 has no key_length key: --head-dim must be --hidden / --heads")
+    vocab = make_vocab(args.merges)
+    n_vocab = len(vocab.tokens)
+
+    tmp_out = args.out + ".tmp"
+    w = gguf.GGUFWriter(tmp_out, arch=args.arch)
+    w.add_name(f"random-weights {args.arch} {args.type} seed={args.seed}")
+    w.add_file_type(int(FILE_TYPES[args.type]))
+    w.add_context_length(args.ctx)
+    w.add_embedding_length(d)
+    w.add_block_count(n_layers)
+    w.add_feed_forward_length(ff)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    if args.arch == "qwen3":
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+    w.add_rope_freq_base(args.rope_theta)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(vocab.tokens)
+    w.add_token_types(vocab.types)
+    w.add_token_merges(vocab.merges)
+    w.add_bos_token_id(vocab.endoftext)
+    w.add_eos_token_id(vocab.im_end)
+    w.add_pad_token_id(vocab.endoftext)
+    w.add_add_bos_token(False)
+    w.add_chat_template(CHATML_TEMPLATE)
+
+    def normal(name, shape, std):
+        rng = np.random.default_rng([args.seed, zlib.crc32(name.encode())])
+        return (std * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
+
+    counts: dict[str, int] = {}
+
+    def matrix(name, rows, cols, std, qtype=None):
+        qtype = qtype if qtype is not None else TYPES[args.type]
+        w.add_tensor(name, encode(normal(name, (rows, cols), std), qtype), raw_dtype=qtype)
+        counts[qtype.name] = counts.get(qtype.name, 0) + 1
+
+    def vector(name, n, mean, std):
+        w.add_tensor(name, (mean + normal(name, (n,), std)).astype(np.float32), raw_dtype=QT.F32)
+        counts["F32"] = counts.get("F32", 0) + 1
+
+    # logits = rms_norm(x) . row: std ~ logit_std when the rows have std logit_std / sqrt(d).
+    out_std = args.logit_std / np.sqrt(d)
+    matrix("token_embd.weight", n_vocab, d, out_std, TYPES[args.embd_type])
+    vector("output_norm.weight", d, 1.0, 0.1)
+    if args.untied:
+        matrix("output.weight", n_vocab, d, out_std)
+    for i in range(n_layers):
+        b = f"blk.{i}."
+        vector(b + "attn_norm.weight", d, 1.0, 0.1)
+        matrix(b + "attn_q.weight", q_dim, d, d ** -0.5)
+        matrix(b + "attn_k.weight", kv_dim, d, d ** -0.5)
+        matrix(b + "attn_v.weight", kv_dim, d, d ** -0.5)
+        if args.arch == "qwen2":
+            vector(b + "attn_q.bias", q_dim, 0.0, 0.5)
+            vector(b + "attn_k.bias", kv_dim, 0.0, 0.5)
+            vector(b + "attn_v.bias", kv_dim, 0.0, 0.5)
+        if args.arch == "qwen3":
+            vector(b + "attn_q_norm.weight", head_dim, 1.0, 0.1)
+            vector(b + "attn_k_norm.weight", head_dim, 1.0, 0.1)
+        matrix(b + "attn_output.weight", d, q_dim, q_dim ** -0.5)
+        vector(b + "ffn_norm.weight", d, 1.0, 0.1)
+        matrix(b + "ffn_gate.weight", ff, d, d ** -0.5)
+        matrix(b + "ffn_up.weight", ff, d, d ** -0.5)
+        matrix(b + "ffn_down.weight", d, ff, ff ** -0.5)
+
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    os.replace(tmp_out, args.out)
+    print(f"wrote {args.out}: {os.path.getsize(args.out) / 1e6:.1f} MB, {args.arch}, {n_layers} "
+          f"layers, d={d} heads={heads}/{kv_heads} head_dim={head_dim} ff={ff} vocab={n_vocab}, "
+          f"tensor types {counts}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--type", required=True, choices=sorted(TYPES), help="weight type of the 2-D matrices")
@@ -85,8 +190,23 @@ def main() -> int:
     ap.add_argument("--src", default=DEFAULT_SRC, help="GGUF to copy metadata and shapes from")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--std", type=float, default=0.02, help="std of the random matrix weights")
-    ap.add_argument("--layers", type=int, default=0, help="keep only the first N blocks (0 = all)")
+    ap.add_argument("--layers", type=int, default=0,
+                    help="keep only the first N blocks (0 = all); with --arch: blocks (default 2)")
+    syn = ap.add_argument_group("synthesized architectures (no --src)")
+    syn.add_argument("--arch", choices=["qwen2", "qwen3"], help="write this architecture from the shape flags")
+    syn.add_argument("--hidden", type=int, default=256)
+    syn.add_argument("--heads", type=int, default=4)
+    syn.add_argument("--kv-heads", type=int, default=2)
+    syn.add_argument("--head-dim", type=int, default=0, help="default hidden/heads (qwen3 may differ)")
+    syn.add_argument("--ff", type=int, default=512)
+    syn.add_argument("--ctx", type=int, default=4096, help="context_length")
+    syn.add_argument("--rope-theta", type=float, default=1e6)
+    syn.add_argument("--untied", action="store_true", help="write output.weight (default: tied)")
+    syn.add_argument("--merges", type=int, default=400, help="BPE merges of the small vocab")
+    syn.add_argument("--logit-std", type=float, default=4.0, help="std of the logits (peakedness)")
     args = ap.parse_args()
+    if args.arch:
+        return synthesize(args)
 
     reader = gguf.GGUFReader(args.src)
     arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/arch_recipe.h"
 #include "tensor/attention.h"
 #include "tensor/elementwise.h"
 #include "tensor/quant_ref.h"
@@ -169,9 +170,10 @@ Expected<LoadPrecision> LoadPrecisionType(std::string_view precision) {
 Status LlamaModel::Bind(const LoadOptions& options) {
   const GgufFile& f = *file_;
   ASSIGN_OR_RETURN(cfg_.arch, f.GetString("general.architecture"));
-  if (cfg_.arch != "llama" && cfg_.arch != "mistral" && cfg_.arch != "gemma3")
-    return Unimplemented("architecture '{}' is not supported (supported: llama, mistral, gemma3)",
-                         cfg_.arch);
+  const ArchRecipe* recipe = FindArchRecipe(cfg_.arch);
+  if (recipe == nullptr)
+    return Unimplemented("architecture '{}' is not supported (supported: {})", cfg_.arch,
+                         SupportedArchitectures());
   const std::string p = cfg_.arch + ".";
   auto get_int = [&](const std::string& key, int64_t lo, int64_t hi) -> Expected<int> {
     ASSIGN_OR_RETURN(int64_t v, f.GetInt(p + key));
@@ -215,19 +217,7 @@ Status LlamaModel::Bind(const LoadOptions& options) {
       return Unimplemented("rope scaling type '{}' is not supported (none, linear)", scaling);
     }
   }
-  if (cfg_.arch == "gemma3") {
-    cfg_.activation = LlamaConfig::Activation::kGeluTanh;
-    cfg_.rope = LlamaConfig::Rope::kNeox;
-    cfg_.embed_scale = std::sqrt(static_cast<float>(cfg_.d_model));
-    cfg_.qk_norm = true;
-    cfg_.post_norms = true;
-    ASSIGN_OR_RETURN(int64_t window, f.GetIntOr(p + "attention.sliding_window", 0));
-    if (window < 0 || window > cfg_.context_length)
-      return InvalidArgument("{}attention.sliding_window = {} is invalid", p, window);
-    cfg_.sliding_window = static_cast<int>(window);
-    cfg_.global_every = 6;  // Gemma 3: five local layers, then a global one
-    cfg_.rope_theta_local = 10000.f;
-  }
+  RETURN_IF_ERROR(ApplyArchRecipe(*recipe, f, &cfg_));
   const int q_dim = cfg_.n_heads * cfg_.head_dim;
   const int kv_dim = cfg_.n_kv_heads * cfg_.head_dim;
 
@@ -267,6 +257,11 @@ Status LlamaModel::Bind(const LoadOptions& options) {
     const std::string b = fmt::format("blk.{}.", i);
     ASSIGN_OR_RETURN(L.attn_norm, GetF32(f, b + "attn_norm.weight", cfg_.d_model));
     ASSIGN_OR_RETURN(L.ffn_norm, GetF32(f, b + "ffn_norm.weight", cfg_.d_model));
+    if (cfg_.qkv_bias) {
+      ASSIGN_OR_RETURN(L.bq, GetF32(f, b + "attn_q.bias", q_dim));
+      ASSIGN_OR_RETURN(L.bk, GetF32(f, b + "attn_k.bias", kv_dim));
+      ASSIGN_OR_RETURN(L.bv, GetF32(f, b + "attn_v.bias", kv_dim));
+    }
     if (cfg_.qk_norm) {
       ASSIGN_OR_RETURN(L.q_norm, GetF32(f, b + "attn_q_norm.weight", cfg_.head_dim));
       ASSIGN_OR_RETURN(L.k_norm, GetF32(f, b + "attn_k_norm.weight", cfg_.head_dim));
@@ -388,6 +383,14 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
     const MatMulOut qkv[] = {
         {&L.wq, s.q.data(), q_dim}, {&L.wk, s.k.data(), kv_dim}, {&L.wv, s.v.data(), kv_dim}};
     MatMulFused(qkv, s.xn.data(), d, n, pool, s.mm);
+    if (cfg_.qkv_bias)
+      per_token([&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+          AddInPlace(&s.q[t * q_dim], L.bq, q_dim);
+          AddInPlace(&s.k[t * kv_dim], L.bk, kv_dim);
+          AddInPlace(&s.v[t * kv_dim], L.bv, kv_dim);
+        }
+      });
     const bool local = cfg_.IsLocal(l);
     const float* cos = local ? s.rope_cos_local.data() : s.rope_cos.data();
     const float* sin = local ? s.rope_sin_local.data() : s.rope_sin.data();

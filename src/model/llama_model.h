@@ -6,7 +6,10 @@
 //  - llama / mistral (SmolLM2, Llama 2/3, Mistral): SwiGLU, pair-wise RoPE;
 //  - gemma3: embeddings scaled by sqrt(d_model), RMSNorm of each q/k head,
 //    norms after attention and after the MLP too, GELU-gated MLP, NeoX RoPE,
-//    sliding-window layers (every sixth layer global) with their own RoPE base.
+//    sliding-window layers (every sixth layer global) with their own RoPE base;
+//  - qwen2: biases on the q, k and v projections, NeoX RoPE;
+//  - qwen3: RMSNorm of each q/k head (head_dim from key_length), NeoX RoPE.
+// The table of recipes is in arch_recipe.h.
 //
 // Forward() takes a flat batch of tokens from many sequences (prefill chunks
 // and decode tokens mixed); it writes each token's K/V into its sequence's
@@ -51,6 +54,7 @@ struct LlamaConfig {
   Activation activation = Activation::kSilu;
   Rope rope = Rope::kPairs;
   float embed_scale = 1.f;           // token embeddings are multiplied by this
+  bool qkv_bias = false;             // biases added to q, k, v (attn_{q,k,v}.bias)
   bool qk_norm = false;              // RMSNorm of each query and key head (attn_{q,k}_norm)
   bool post_norms = false;           // RMSNorm of the attention and MLP outputs before the residual
   int sliding_window = 0;            // positions a local layer sees (0: every layer is global)
@@ -118,6 +122,9 @@ class LlamaModel {
   struct Layer {
     const float* attn_norm = nullptr;
     const float* ffn_norm = nullptr;
+    const float* bq = nullptr;  // qkv_bias
+    const float* bk = nullptr;
+    const float* bv = nullptr;
     const float* q_norm = nullptr;  // qk_norm
     const float* k_norm = nullptr;
     const float* post_attn_norm = nullptr;  // post_norms

@@ -1,0 +1,238 @@
+// The architecture table and the qwen2 / qwen3 recipes on tiny random-weight
+// files written here (the comparison with llama.cpp on larger ones is
+// bench/logits_vs_llamacpp.py, run by tests/e2e/test_arch_logits.py).
+#include "model/arch_recipe.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "model/gguf_writer.h"
+#include "model/llama_model.h"
+
+namespace brisk {
+namespace {
+
+namespace fs = std::filesystem;
+using Rope = LlamaConfig::Rope;
+
+TEST(ArchRecipeTest, TableHoldsEachArchitecturesDifferences) {
+  const ArchRecipe* llama = FindArchRecipe("llama");
+  ASSERT_NE(llama, nullptr);
+  EXPECT_EQ(llama->rope, Rope::kPairs);
+  EXPECT_FALSE(llama->qkv_bias || llama->qk_norm || llama->post_norms);
+
+  const ArchRecipe* qwen2 = FindArchRecipe("qwen2");
+  ASSERT_NE(qwen2, nullptr);
+  EXPECT_EQ(qwen2->rope, Rope::kNeox);
+  EXPECT_EQ(qwen2->activation, LlamaConfig::Activation::kSilu);
+  EXPECT_TRUE(qwen2->qkv_bias);
+  EXPECT_FALSE(qwen2->qk_norm || qwen2->post_norms || qwen2->embed_scale_sqrt_d);
+  EXPECT_EQ(qwen2->global_every, 0);
+
+  const ArchRecipe* qwen3 = FindArchRecipe("qwen3");
+  ASSERT_NE(qwen3, nullptr);
+  EXPECT_EQ(qwen3->rope, Rope::kNeox);
+  EXPECT_TRUE(qwen3->qk_norm);
+  EXPECT_FALSE(qwen3->qkv_bias || qwen3->post_norms || qwen3->embed_scale_sqrt_d);
+
+  const ArchRecipe* gemma3 = FindArchRecipe("gemma3");
+  ASSERT_NE(gemma3, nullptr);
+  EXPECT_TRUE(gemma3->qk_norm && gemma3->post_norms && gemma3->embed_scale_sqrt_d);
+  EXPECT_EQ(gemma3->global_every, 6);
+
+  EXPECT_EQ(FindArchRecipe("qwen2moe"), nullptr);
+  EXPECT_EQ(SupportedArchitectures(), "llama, mistral, gemma3, qwen2, qwen3");
+}
+
+// A tiny model: d_model 64, 4 query heads over 2 KV heads, 2 layers, vocab 48.
+struct TinyShape {
+  std::string arch;
+  int head_dim = 16;      // written as key_length/value_length when != 16
+  bool biases = true;     // qwen2's attn_{q,k,v}.bias
+  bool qk_norms = false;  // qwen3's attn_{q,k}_norm
+  float bias_scale = 0.5f;
+  int value_length = 0;  // 0: same as head_dim
+};
+
+class ArchModelTest : public ::testing::Test {
+ protected:
+  static constexpr int kD = 64, kHeads = 4, kKvHeads = 2, kFf = 96, kVocab = 48, kLayers = 2;
+
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("brisk_arch_recipe_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes the model; every tensor's values depend only on its name, so two
+  // files that share a tensor name share its values.
+  std::string Write(const TinyShape& s, const std::string& name) {
+    const std::string path = (dir_ / name).string();
+    GgufWriter w(path);
+    auto u32 = [&](const std::string& k, uint32_t v) { w.SetU32(s.arch + "." + k, v); };
+    w.SetString("general.architecture", s.arch);
+    u32("context_length", 256);
+    u32("embedding_length", kD);
+    u32("block_count", kLayers);
+    u32("feed_forward_length", kFf);
+    u32("attention.head_count", kHeads);
+    u32("attention.head_count_kv", kKvHeads);
+    if (s.head_dim != kD / kHeads) u32("attention.key_length", s.head_dim);
+    if (s.value_length != 0) u32("attention.value_length", s.value_length);
+    GgufValue eps;
+    eps.type = GgufType::kFloat32;
+    eps.f = 1e-6;
+    w.SetValue(s.arch + ".attention.layer_norm_rms_epsilon", eps);
+    const int q_dim = kHeads * s.head_dim, kv_dim = kKvHeads * s.head_dim;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> tensors = {
+        {"token_embd.weight", {kD, kVocab}}, {"output_norm.weight", {kD}}};
+    for (int l = 0; l < kLayers; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      for (auto& t : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {"attn_norm.weight", {kD}},
+               {"attn_q.weight", {kD, q_dim}},
+               {"attn_k.weight", {kD, kv_dim}},
+               {"attn_v.weight", {kD, kv_dim}},
+               {"attn_output.weight", {q_dim, kD}},
+               {"ffn_norm.weight", {kD}},
+               {"ffn_gate.weight", {kD, kFf}},
+               {"ffn_up.weight", {kD, kFf}},
+               {"ffn_down.weight", {kFf, kD}}})
+        tensors.push_back({b + t.first, t.second});
+      if (s.biases)
+        for (auto& [n, dim] : {std::pair{"attn_q.bias", q_dim}, std::pair{"attn_k.bias", kv_dim},
+                               std::pair{"attn_v.bias", kv_dim}})
+          tensors.push_back({b + n, {dim}});
+      if (s.qk_norms) {
+        tensors.push_back({b + "attn_q_norm.weight", {s.head_dim}});
+        tensors.push_back({b + "attn_k_norm.weight", {s.head_dim}});
+      }
+    }
+    for (auto& [n, dims] : tensors) EXPECT_TRUE(w.AddTensor(n, dims, DType::kF32).ok());
+    EXPECT_TRUE(w.Begin().ok());
+    for (auto& [n, dims] : tensors) {
+      std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(n)));
+      std::normal_distribution<float> normal;
+      const bool is_norm = n.find("norm") != std::string::npos;
+      const bool is_bias = n.find(".bias") != std::string::npos;
+      std::vector<float> v(dims.size() == 1 ? dims[0] : dims[0] * dims[1]);
+      for (float& x : v) {
+        const float z = normal(rng);
+        x = is_norm   ? 1.f + 0.1f * z
+            : is_bias ? s.bias_scale * z
+                      : z / std::sqrt(static_cast<float>(dims[0]));
+      }
+      EXPECT_TRUE(
+          w.Append({reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)}).ok());
+    }
+    EXPECT_TRUE(w.Finish().ok());
+    return path;
+  }
+
+  // Logits of `tokens` at positions 0.. (every position).
+  static std::vector<float> Logits(LlamaModel& m, const std::vector<int32_t>& tokens) {
+    ThreadPool threads(2);
+    KvCache kv(m.kv_shape(16), 4);
+    std::vector<int32_t> blocks = {0, 1, 2, 3};
+    Batch b;
+    b.Add(tokens, 0, blocks, BatchSequence::Logits::kAll);
+    std::vector<float> logits;
+    Status st = m.Forward(b, kv, threads, &logits);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return logits;
+  }
+
+  static float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    EXPECT_EQ(a.size(), b.size());
+    float m = 0;
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+    return m;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ArchModelTest, Qwen2LoadsWithBiasesAndNeoxRope) {
+  auto m = LlamaModel::Load(Write({.arch = "qwen2"}, "qwen2.gguf"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const LlamaConfig& c = (*m)->config();
+  EXPECT_EQ(c.arch, "qwen2");
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_FALSE(c.post_norms);
+  EXPECT_EQ(c.rope, Rope::kNeox);
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_EQ(c.n_kv_heads, 2);
+  EXPECT_TRUE(c.tied_output);
+  EXPECT_FLOAT_EQ(c.rms_eps, 1e-6f);
+  const std::vector<float> logits = Logits(**m, {1, 7, 3, 40, 2});
+  ASSERT_EQ(logits.size(), 5u * kVocab);
+  for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+}
+
+TEST_F(ArchModelTest, Qwen3TakesHeadDimFromKeyLengthAndNormsHeads) {
+  // head_dim 32 while embedding_length / head_count = 16.
+  auto m = LlamaModel::Load(
+      Write({.arch = "qwen3", .head_dim = 32, .biases = false, .qk_norms = true}, "qwen3.gguf"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const LlamaConfig& c = (*m)->config();
+  EXPECT_EQ(c.arch, "qwen3");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_EQ(c.rope, Rope::kNeox);
+  EXPECT_EQ(c.head_dim, 32);
+  EXPECT_EQ(c.rope_dim, 32);
+  EXPECT_EQ((*m)->kv_shape().kv_dim(), 2 * 32);
+  const std::vector<float> logits = Logits(**m, {5, 6, 7});
+  ASSERT_EQ(logits.size(), 3u * kVocab);
+  for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+}
+
+// One token at position 0 attends only to itself (attention returns its v),
+// and RoPE at position 0 is the identity: q/k biases and q/k norms cannot
+// change its logits, a v bias must. So on the same weights qwen2 with zero
+// biases, and qwen3, equal llama there; at later positions they differ.
+TEST_F(ArchModelTest, SingleTokenIdentitiesAgainstLlama) {
+  auto llama = LlamaModel::Load(Write({.arch = "llama", .biases = false}, "llama.gguf"));
+  auto zero = LlamaModel::Load(Write({.arch = "qwen2", .bias_scale = 0.f}, "zero.gguf"));
+  auto biased = LlamaModel::Load(Write({.arch = "qwen2"}, "biased.gguf"));
+  auto qwen3 = LlamaModel::Load(Write({.arch = "qwen3", .biases = false, .qk_norms = true}, "q3"));
+  ASSERT_TRUE(llama.ok() && zero.ok() && biased.ok() && qwen3.ok());
+  const std::vector<float> ref = Logits(**llama, {9});
+  EXPECT_LT(MaxAbsDiff(Logits(**zero, {9}), ref), 1e-4f);
+  EXPECT_LT(MaxAbsDiff(Logits(**qwen3, {9}), ref), 1e-4f);
+  EXPECT_GT(MaxAbsDiff(Logits(**biased, {9}), ref), 1e-2f);
+  // NeoX vs pair-wise RoPE (and the q/k norms) show from the second position.
+  EXPECT_GT(MaxAbsDiff(Logits(**zero, {9, 4, 11}), Logits(**llama, {9, 4, 11})), 1e-3f);
+  EXPECT_GT(MaxAbsDiff(Logits(**qwen3, {9, 4, 11}), Logits(**llama, {9, 4, 11})), 1e-3f);
+}
+
+TEST_F(ArchModelTest, MissingOrMismatchedTensorsAreErrors) {
+  auto no_bias = LlamaModel::Load(Write({.arch = "qwen2", .biases = false}, "nobias.gguf"));
+  ASSERT_FALSE(no_bias.ok());
+  EXPECT_EQ(no_bias.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(no_bias.status().message().find("blk.0.attn_q.bias"), std::string::npos);
+
+  auto no_norm = LlamaModel::Load(Write({.arch = "qwen3", .biases = false}, "nonorm.gguf"));
+  ASSERT_FALSE(no_norm.ok());
+  EXPECT_NE(no_norm.status().message().find("attn_q_norm"), std::string::npos);
+
+  auto v_len = LlamaModel::Load(
+      Write({.arch = "qwen3", .biases = false, .qk_norms = true, .value_length = 8}, "vlen.gguf"));
+  ASSERT_FALSE(v_len.ok());
+  EXPECT_EQ(v_len.status().code(), StatusCode::kUnimplemented);
+
+  auto unknown = LlamaModel::Load(Write({.arch = "qwen2moe", .biases = false}, "moe.gguf"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(unknown.status().message().find("qwen3"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace brisk
