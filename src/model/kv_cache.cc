@@ -45,7 +45,8 @@ void StoreValue(KvType type, float x, float inv_scale, uint8_t* dst) {
       return;
     }
     case KvType::kInt8: {
-      const float q = std::nearbyint(std::clamp(x * inv_scale, -127.f, 127.f));
+      float q = std::nearbyint(std::clamp(x * inv_scale, -127.f, 127.f));
+      if (std::isnan(q)) q = 0.f;  // a NaN activation: no undefined cast
       *dst = static_cast<uint8_t>(static_cast<int8_t>(q));
       return;
     }

@@ -109,6 +109,21 @@ TEST(KvPrecisionTest, StoredValuesWithinTheirBound) {
   }
 }
 
+// A NaN value (a broken activation) is stored without undefined behaviour
+// and does not spread to the other values of its head through the scale.
+TEST(KvPrecisionTest, NanDoesNotPoisonTheScale) {
+  for (KvType t : {KvType::kInt8, KvType::kFP8}) {
+    KvCache kv({1, 1, 16, 16, t}, 1);
+    const int32_t table[] = {0};
+    std::vector<float> k(16, 1.f), v(16, 2.f), kb(16), vb(16);
+    k[3] = std::nanf("");
+    kv.StoreToken(0, table, 0, k.data(), v.data());
+    kv.LoadToken(0, table, 0, kb.data(), vb.data());
+    EXPECT_NEAR(kb[0], 1.f, 1e-3) << KvPrecisionName(t);  // the scale is kept in F16
+    EXPECT_NEAR(vb[5], 2.f, 2e-3) << KvPrecisionName(t);
+  }
+}
+
 struct Case {
   int n_tokens, first_pos, group, head_dim, block_size;
   int window = 0;
