@@ -134,6 +134,13 @@ def summarize(head, results, n_files):
     s["compile_ms_p50"] = pct(ct, 0.5) * 1e3
     s["compile_ms_p99"] = pct(ct, 0.99) * 1e3
     s["compile_ms_max"] = (ct[-1] if ct else float("nan")) * 1e3
+    # Share of all schemas that carry each reported keyword (what keeps them out).
+    kw = {}
+    for r in compiled:
+        for k in {u.split("@")[0] for u in r.get("unenforced", [])}:
+            kw[k] = kw.get(k, 0) + 1
+    s["unenforced_keyword_share"] = {k: round(v / n_files, 4) for k, v in
+                                     sorted(kw.items(), key=lambda x: -x[1])} if n_files else {}
 
     def masks(rs):
         v = sorted(x for r in rs for x in r.get("mask_us", []))
@@ -181,6 +188,9 @@ def main():
     ap.add_argument("--lenient", action="store_true",
                     help="JSON Schema defaults (missing additionalProperties allows more keys) "
                     "instead of Brisk's strict defaults")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="drop the test instances: accepted share and compile times only "
+                    "(seconds instead of hours)")
     ap.add_argument("--out", default="", help="write per-schema results and summary here")
     args = ap.parse_args()
 
@@ -192,6 +202,10 @@ def main():
     print(f"{len(files)} schema files from {args.data}", file=sys.stderr, flush=True)
     t0 = time.time()
     cases = list(load_cases(files, args.serialize))
+    if args.compile_only:
+        for c in cases:
+            if "tests" in c:
+                c["tests"] = []
     head, results = run_suite(args.brisk, args.model, cases, args.timeout,
                               None if args.cpu < 0 else args.cpu, sys.stderr, args.lenient)
     s = summarize(head, results, len(files))
@@ -199,6 +213,7 @@ def main():
     s["loadavg"] = os.getloadavg()
     s["serialize"] = args.serialize
     s["lenient"] = args.lenient
+    s["compile_only"] = args.compile_only
     s["files"] = {"every": args.every, "limit": args.limit, "data": args.data}
     s["head"] = head
     if args.out:

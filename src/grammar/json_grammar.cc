@@ -14,6 +14,14 @@ uint32_t JsonGrammar::AddString(uint32_t min_len, uint32_t max_len) {
   return AddNode(std::move(n));
 }
 
+uint32_t JsonGrammar::AddPatternString(ByteDfa dfa) {
+  patterns.push_back(std::move(dfa));
+  GrammarNode n;
+  n.kind = NodeKind::kString;
+  n.pattern = static_cast<uint32_t>(patterns.size() - 1);
+  return AddNode(std::move(n));
+}
+
 uint32_t JsonGrammar::AddNumber(const NumberSpec& spec) {
   numbers.push_back(spec);
   GrammarNode n;

@@ -8,7 +8,9 @@
 //  - object members in the order of `properties`; optional ones may be left
 //    out, and extra (additionalProperties) members come after all listed
 //    ones, with keys that are none of the listed keys;
-//  - strings: raw UTF-8 (well-formed, no overlong forms or surrogates),
+//  - strings with a pattern or format: the canonical form only (see
+//    string_pattern.h);
+//  - other strings: raw UTF-8 (well-formed, no overlong forms or surrogates),
 //    escapes \" \\ \/ \b \f \n \r \t and \uXXXX except surrogates (emit the
 //    character itself instead). Object keys are stricter ("canonical"): no
 //    \/ and \u only for control characters, so that a key's text decides
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/byte_dfa.h"
 #include "grammar/byte_trie.h"
 
 namespace brisk {
@@ -35,7 +38,7 @@ inline constexpr uint32_t kUnbounded = std::numeric_limits<uint32_t>::max();
 
 enum class NodeKind : uint8_t {
   kNever,     // matches nothing (the `false` schema)
-  kString,    // "..." with a code point count in [min_len, max_len]
+  kString,    // "..." with a code point count in [min_len, max_len], or a pattern
   kNumber,    // JSON number, optionally integer-only and bounded
   kLiterals,  // one of a fixed set of JSON texts (enum, const, true/false/null)
   kObject,
@@ -82,8 +85,11 @@ struct GrammarNode {
   NodeKind kind = NodeKind::kNever;
   uint32_t min_len = 0;           // kString
   uint32_t max_len = kUnbounded;  // kString
-  uint32_t index = 0;             // kNumber/kLiterals/kObject/kArray: into the tables below
-  std::vector<uint32_t> alts;     // kUnion
+  // kString: the contents follow patterns[pattern] (min_len / max_len are
+  // then already in the DFA); kNoNode: any contents.
+  uint32_t pattern = kNoNode;
+  uint32_t index = 0;          // kNumber/kLiterals/kObject/kArray: into the tables below
+  std::vector<uint32_t> alts;  // kUnion
 };
 
 struct JsonGrammar {
@@ -92,6 +98,7 @@ struct JsonGrammar {
   std::vector<ByteTrie> literals;  // each: the set of JSON texts of one kLiterals node
   std::vector<ObjectSpec> objects;
   std::vector<ArraySpec> arrays;
+  std::vector<ByteDfa> patterns;  // string contents (string_pattern.h), each non-empty
   uint32_t root = kNoNode;
 
   // Builders used by the compiler; each returns the new node's index.
@@ -100,6 +107,8 @@ struct JsonGrammar {
     return static_cast<uint32_t>(nodes.size() - 1);
   }
   uint32_t AddString(uint32_t min_len, uint32_t max_len);
+  // A string whose contents `dfa` accepts (a non-empty DFA).
+  uint32_t AddPatternString(ByteDfa dfa);
   uint32_t AddNumber(const NumberSpec& spec);
   uint32_t AddLiterals(const std::vector<std::string>& texts);
   uint32_t AddUnion(std::vector<uint32_t> alts);

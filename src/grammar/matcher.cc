@@ -207,12 +207,22 @@ bool GrammarMatcher::Finished() const {
   return !ends_.empty();
 }
 
+const ByteDfa* GrammarMatcher::PatternString(MatchFrame* top) const {
+  if (ends_.size() != 1 || frames_.empty()) return nullptr;
+  const MatchFrame& f = frames_.back();
+  const GrammarNode& n = g_->nodes[f.node];
+  if (n.kind != NodeKind::kString || n.pattern == kNoNode || f.phase != phase::kStrBody)
+    return nullptr;
+  *top = f;
+  return &g_->patterns[n.pattern];
+}
+
 int64_t GrammarMatcher::PlainStringBudget() const {
   if (ends_.size() != 1 || frames_.empty()) return -1;
   const MatchFrame& f = frames_.back();
   if (f.lex != string_lexer::kNormal) return -1;
   const GrammarNode& n = g_->nodes[f.node];
-  if (n.kind == NodeKind::kString && f.phase == phase::kStrBody) {
+  if (n.kind == NodeKind::kString && f.phase == phase::kStrBody && n.pattern == kNoNode) {
     if (n.max_len == kUnbounded) return kUnbounded;
     return static_cast<int64_t>(n.max_len) - f.a;
   }

@@ -38,7 +38,7 @@ struct MatchFrame {
   uint8_t lex_aux = 0;  // \u digit index / UTF-8 bytes still expected
   uint8_t flags = 0;    // number: sign; string: UTF-8 range of the next byte
   uint32_t a = 0;  // string: code points; array: items; object: next property; literal: trie node
-  uint32_t b = 0;  // object: key trie node
+  uint32_t b = 0;  // object: key trie node; pattern string: DFA state
   uint32_t c = 0;  // object: the key being matched (property index or kAdditionalKey)
   uint32_t pad = 0;
   double num = 0;  // bounded number: magnitude so far
@@ -75,6 +75,11 @@ class GrammarMatcher {
   // that many code points is accepted and leaves the state as it was (but
   // for the count). -1 in every other state.
   int64_t PlainStringBudget() const;
+
+  // For the token-mask walk: when the only thread is inside a string with a
+  // pattern (json_grammar.h), its DFA, and *top its frame (DFA state in b,
+  // characters in a, lexer state); nullptr in every other state.
+  const ByteDfa* PatternString(MatchFrame* top) const;
 
   const JsonGrammar* grammar() const { return g_; }
   size_t num_threads() const { return ends_.size(); }

@@ -1,5 +1,6 @@
 // GrammarMatcher's per-kind steps: one byte into the frame of one string,
-// number, literal, object or array.
+// number, literal, object or array. A string with a pattern (json_grammar.h)
+// follows its DFA.
 #include <algorithm>
 #include <cmath>
 
@@ -64,10 +65,28 @@ GrammarMatcher::StepResult GrammarMatcher::StepString(MatchFrame& f, const Gramm
   if (f.phase == phase::kStart) {
     if (byte != '"') return {Outcome::kReject};
     f.phase = phase::kStrBody;
+    if (n.pattern != kNoNode) f.b = g_->patterns[n.pattern].start;
     return {Outcome::kContinue};
   }
   using string_lexer::Lexed;
-  switch (string_lexer::Lex(f.lex, f.lex_aux, f.flags, byte, /*canonical=*/false)) {
+  const Lexed lexed = string_lexer::Lex(f.lex, f.lex_aux, f.flags, byte, /*canonical=*/false);
+  if (n.pattern != kNoNode) {
+    // The DFA reads the contents (its lengths included); the lexer only
+    // tells the closing quote from an escaped one.
+    const ByteDfa& dfa = g_->patterns[n.pattern];
+    if (lexed == Lexed::kBad) return {Outcome::kReject};
+    if (lexed == Lexed::kClose) return {dfa.accepting[f.b] ? Outcome::kDone : Outcome::kReject};
+    const uint32_t next = dfa.Next(f.b, byte);
+    if (next == kDfaDead) return {Outcome::kReject};
+    if (dfa.max_chars != kUnbounded) {
+      const uint32_t chars = f.a + (lexed == Lexed::kCharStart ? 1 : 0);
+      if (uint64_t{chars} + dfa.chars_to_accept[next] > dfa.max_chars) return {Outcome::kReject};
+      f.a = chars;
+    }
+    f.b = next;
+    return {Outcome::kContinue};
+  }
+  switch (lexed) {
     case Lexed::kBad: return {Outcome::kReject};
     case Lexed::kClose: return {f.a >= n.min_len ? Outcome::kDone : Outcome::kReject};
     case Lexed::kCharStart:

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "grammar/schema_merge.h"
+#include "grammar/string_pattern.h"
 
 namespace brisk {
 namespace {
@@ -32,6 +33,8 @@ const std::set<std::string>& Enforced() {
                                           "maxItems",
                                           "minLength",
                                           "maxLength",
+                                          "pattern",
+                                          "format",
                                           "minimum",
                                           "maximum",
                                           "exclusiveMinimum",
@@ -48,9 +51,7 @@ const std::set<std::string>& Enforced() {
 // enforce: always reported. Words in no vocabulary are ignored, as
 // validators ignore them.
 const std::set<std::string>& NotEnforced() {
-  static const std::set<std::string> k = {"pattern",
-                                          "format",
-                                          "multipleOf",
+  static const std::set<std::string> k = {"multipleOf",
                                           "uniqueItems",
                                           "contains",
                                           "minContains",
@@ -89,9 +90,7 @@ class Compiler {
 
  private:
   void Report(const std::string& keyword, const std::string& ptr) {
-    for (const auto& u : out_.unenforced)
-      if (u.keyword == keyword && u.pointer == ptr) return;
-    out_.unenforced.push_back({keyword, ptr});
+    if (reported_.emplace(keyword, ptr).second) out_.unenforced.push_back({keyword, ptr});
   }
   uint32_t Fail(std::string msg) {
     if (error_.ok()) error_ = InvalidArgument("{}", msg);
@@ -116,7 +115,10 @@ class Compiler {
   const CompileOptions& opt_;
   CompiledSchema out_;
   Status error_;
-  std::map<std::string, uint32_t> refs_;  // resolved pointer -> alias node
+  std::map<std::string, uint32_t> refs_;                    // resolved pointer -> alias node
+  std::set<std::pair<std::string, std::string>> reported_;  // (keyword, pointer)
+  // String schemas with a pattern or format: node and keywords left out.
+  std::map<std::string, std::pair<uint32_t, std::vector<std::string>>> strings_;
 };
 
 std::string Child(const std::string& ptr, std::string_view a) {
@@ -204,6 +206,10 @@ uint32_t Compiler::Compile(const Json& s, const std::string& ptr, int depth) {
   if (s.contains("$ref")) return CompileRef(s, ptr, depth);
   for (const auto& [k, v] : s.items())
     if (NotEnforced().count(k)) Report(k, ptr);
+  // A format this compiler does not know constrains nothing it can enforce.
+  if (s.contains("format") &&
+      (!s["format"].is_string() || FormatPattern(s["format"].get<std::string>()).empty()))
+    Report("format", ptr);
 
   if (s.contains("allOf")) {
     const Json& all = s["allOf"];
@@ -380,7 +386,34 @@ uint32_t Compiler::CompileString(const Json& s, const std::string& ptr) {
   uint32_t lo = 0, hi = kUnbounded;
   if (!ReadCount(s, "minLength", ptr, &lo) || !ReadCount(s, "maxLength", ptr, &hi)) return Never();
   if (lo > hi) return Never();
-  return out_.grammar.AddString(lo, hi);
+  const std::string* pattern = nullptr;
+  const std::string* format = nullptr;
+  if (s.contains("pattern")) {
+    if (!s["pattern"].is_string()) return Fail(fmt::format("{}/pattern must be a string", ptr));
+    pattern = s["pattern"].get_ptr<const std::string*>();
+  }
+  if (s.contains("format") && s["format"].is_string())
+    format = s["format"].get_ptr<const std::string*>();
+  if (!pattern && !format) return out_.grammar.AddString(lo, hi);
+  // pattern / format / lengths: one DFA (string_pattern.h), built once per
+  // combination ($refs expand the same strings many times).
+  const auto size = [](const std::string* x) { return x ? static_cast<int64_t>(x->size()) : -1; };
+  const std::string key = fmt::format("{} {} {} {}:{}{}", size(pattern), size(format), lo, hi,
+                                      pattern ? *pattern : "", format ? *format : "");
+  auto it = strings_.find(key);
+  if (it == strings_.end()) {
+    StringContents c = CompileStringContents(pattern, format, lo, hi);
+    uint32_t node = 0;
+    if (!c.dfa)
+      node = out_.grammar.AddString(lo, hi);
+    else if (c.dfa->empty())
+      node = Never();
+    else
+      node = out_.grammar.AddPatternString(std::move(*c.dfa));
+    it = strings_.emplace(key, std::make_pair(node, std::move(c.unenforced))).first;
+  }
+  for (const std::string& k : it->second.second) Report(k, ptr);
+  return it->second.first;
 }
 
 uint32_t Compiler::CompileNumber(bool integer, const Json& s, const std::string& ptr) {

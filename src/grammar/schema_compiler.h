@@ -7,10 +7,18 @@
 // additionalItems), minItems, maxItems, minLength, maxLength, minimum,
 // maximum, exclusiveMinimum, exclusiveMaximum (numbers as JSON Schema 6+,
 // booleans as draft 4), anyOf, oneOf, allOf (merged), $ref to "#..."
-// pointers (recursion included; $defs / definitions).
+// pointers (recursion included; $defs / definitions), pattern (ECMA-262,
+// unanchored as JSON Schema says) and format (date-time, date, time,
+// email, hostname, uri, uri-reference, uuid, ipv4, ipv6) on strings, together with each
+// other and with minLength / maxLength (string_pattern.h, byte_dfa.h).
+// JSON Schema makes format an annotation by default; Brisk enforces the
+// formats it knows, as a generator should only write valid ones.
 //
 // Reported, never silently ignored: every other keyword that constrains
-// (pattern, format, multipleOf, uniqueItems, contains, patternProperties,
+// (a pattern the regex parser cannot read (lookaround, backreferences,
+// \b, \p{...}) or whose automaton is too large, a format not listed
+// above, a minLength whose counter is too large next to a pattern,
+// multipleOf, uniqueItems, contains, patternProperties,
 // propertyNames, min/maxProperties, if/then/else, not, dependent*,
 // unevaluated*, ...), oneOf (enforced as anyOf: exclusivity is not), an
 // allOf whose parts conflict in a way the merge cannot express, $ref to

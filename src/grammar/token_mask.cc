@@ -101,6 +101,61 @@ std::unique_ptr<TokenTrie> TokenTrie::Build(const Tokenizer& tokenizer) {
 
 TokenMasker::TokenMasker(const TokenTrie* trie) : trie_(trie) {
   states_.resize(trie->max_depth() + 1);
+  frames_.resize(trie->max_depth() + 1);
+  left_string_.resize(trie->max_depth() + 1);
+  path_.resize(trie->max_depth() + 1);
+}
+
+void TokenMasker::WalkPattern(const GrammarMatcher& m, const ByteDfa& dfa, const MatchFrame& top,
+                              TokenBitmask* out) {
+  const TokenTrie& t = *trie_;
+  frames_[0] = top;
+  left_string_[0] = 0;
+  const uint32_t n = static_cast<uint32_t>(t.byte_.size());
+  for (uint32_t i = 1; i < n;) {
+    ++visited_;
+    const uint8_t d = t.depth_[i];
+    const uint8_t b = t.byte_[i];
+    path_[d] = b;
+    bool ok = false;
+    if (left_string_[d - 1]) {
+      states_[d].CopyFrom(states_[d - 1]);
+      ok = states_[d].Advance(b);
+      left_string_[d] = 1;
+    } else {
+      // The same steps as GrammarMatcher::StepString for a pattern.
+      MatchFrame& f = frames_[d];
+      f = frames_[d - 1];
+      using string_lexer::Lexed;
+      const Lexed lexed = string_lexer::Lex(f.lex, f.lex_aux, f.flags, b, /*canonical=*/false);
+      if (lexed == Lexed::kClose) {
+        // The string ends: the matcher walks the rest of this subtree.
+        ok = dfa.accepting[f.b] != 0;
+        if (ok) {
+          states_[d].CopyFrom(m);
+          ok = states_[d].AdvanceBytes(
+              std::string_view(reinterpret_cast<const char*>(path_.data()) + 1, d));
+        }
+        left_string_[d] = 1;
+      } else if (lexed != Lexed::kBad) {
+        const uint32_t next = dfa.Next(f.b, b);
+        ok = next != kDfaDead;
+        if (ok && dfa.max_chars != kUnbounded) {
+          const uint32_t chars = f.a + (lexed == Lexed::kCharStart ? 1 : 0);
+          ok = uint64_t{chars} + dfa.chars_to_accept[next] <= dfa.max_chars;
+          f.a = chars;
+        }
+        f.b = next;
+        left_string_[d] = 0;
+      }
+    }
+    if (!ok) {
+      i = t.next_[i];
+      continue;
+    }
+    for (uint32_t k = t.tok_begin_[i]; k < t.tok_end_[i]; ++k) SetBit(*out, t.ids_[k]);
+    ++i;
+  }
 }
 
 void TokenMasker::Compute(const GrammarMatcher& m, TokenBitmask* out) {
@@ -112,7 +167,10 @@ void TokenMasker::Compute(const GrammarMatcher& m, TokenBitmask* out) {
     for (size_t w = 0; w < t.words_; ++w) (*out)[w] |= plain[w];
   }
   visited_ = 0;
-  if (!m.Finished()) {
+  MatchFrame top;
+  if (const ByteDfa* dfa = m.PatternString(&top)) {
+    WalkPattern(m, *dfa, top, out);
+  } else if (!m.Finished()) {
     states_[0].CopyFrom(m);
     const uint32_t n = static_cast<uint32_t>(t.byte_.size());
     for (uint32_t i = 1; i < n;) {

@@ -13,7 +13,9 @@
 // characters without '"', '\\' or control bytes ("plain" tokens) are
 // accepted iff their code point count fits the string's remaining length,
 // so a precomputed bitmask per count is OR-ed in and every subtree holding
-// only plain tokens is skipped.
+// only plain tokens is skipped. Inside a string with a pattern, the walk
+// follows the string's DFA alone (a table lookup per trie node, no matcher
+// copy) until a token closes the string; from there the matcher takes over.
 #pragma once
 
 #include <cstdint>
@@ -83,6 +85,16 @@ class TokenMasker {
  private:
   const TokenTrie* trie_;
   std::vector<GrammarMatcher> states_;  // states_[d]: after the first d bytes of the path
+  // The pattern-string walk: the frame after the first d bytes, whether the
+  // path has left the string by then (states_[d] holds the matcher), and
+  // the path's bytes.
+  std::vector<MatchFrame> frames_;
+  std::vector<uint8_t> left_string_;
+  std::vector<uint8_t> path_;
+
+  // Compute()'s trie walk inside a string with a pattern.
+  void WalkPattern(const GrammarMatcher& m, const ByteDfa& dfa, const MatchFrame& top,
+                   TokenBitmask* out);
   size_t visited_ = 0;
 };
 

@@ -140,5 +140,24 @@ TEST(TokenMaskTest, LengthBoundedStringsUseCountedPlainMasks) {
   WalkAndCompare(*tok, *schema, "{\"s\":\"\xc3\xa9t\xc3\xa9\"}", 1000);
 }
 
+TEST(TokenMaskTest, PatternStringsWalkTheirDfa) {
+  const Tokenizer* tok = LoadTokenizer(SmolPath());
+  if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
+  // Strings with a pattern or format: the DFA walk, tokens that close the
+  // string and go on (",", "\"}"), escapes, multi-byte characters, a
+  // maxLength next to the pattern.
+  auto schema = CompileJsonSchemaText(
+      R"({"type":"object","properties":{"zip":{"type":"string","pattern":"^\\d{5}$"},
+          "note":{"type":"string","pattern":"q","maxLength":12},
+          "when":{"type":"string","format":"date-time"},"n":{"type":"integer"}},
+          "required":["zip","note","when","n"]})");
+  ASSERT_TRUE(schema.ok());
+  ASSERT_TRUE(schema->unenforced.empty());
+  WalkAndCompare(*tok, *schema,
+                 "{\"zip\":\"12345\",\"note\":\"a \\\"q\\\" \xc3\xa9\\n\","
+                 "\"when\":\"2024-02-29T10:20:30.5Z\",\"n\":7}",
+                 1000);
+}
+
 }  // namespace
 }  // namespace brisk

@@ -12,7 +12,13 @@ CASES = [
                {"text": '{"name":"Ann","age":-1}', "valid": False},
                {"text": '{"name":"Ann"', "valid": False}]},
     {"id": "zip", "schema": {"type": "string", "pattern": "^[0-9]{5}$"},
-     "tests": [{"text": '"12345"', "valid": True}]},
+     "tests": [{"text": '"12345"', "valid": True}, {"text": '"1234"', "valid": False},
+               {"text": '"123456"', "valid": False}]},
+    {"id": "date", "schema": {"type": "string", "format": "date"},
+     "tests": [{"text": '"2024-02-29"', "valid": True}, {"text": '"2023-02-29"', "valid": False}]},
+    # Lookahead is beyond the grammar: reported, and the string is not constrained.
+    {"id": "lookahead", "schema": {"type": "string", "pattern": "^(?!0)[0-9]+$"},
+     "tests": [{"text": '"0"', "valid": False}]},
     {"id": "broken", "schema": {"type": "no-such-type"}, "tests": []},
     {"id": "extra", "schema": {"type": "object", "properties": {"a": {"type": "integer"}}},
      "tests": [{"text": '{"a":1,"b":2}', "valid": True}]},
@@ -40,7 +46,14 @@ def test_suite_reports_compile_verdicts_and_mask_times(brisk_bin, default_model)
     # A mask before every token of the accepted instance plus one at the end.
     assert len(person["mask_us"]) >= person["tests"][0]["tokens"] + 1
     assert all(x >= 0 for x in person["mask_us"])
-    assert out["zip"]["compiled"] and out["zip"]["unenforced"] == ["pattern@"]
+    # pattern and format are enforced token by token.
+    assert out["zip"]["compiled"] and out["zip"]["unenforced"] == []
+    assert [t["accepted"] for t in out["zip"]["tests"]] == [True, False, False]
+    assert out["date"]["unenforced"] == []
+    assert [t["accepted"] for t in out["date"]["tests"]] == [True, False]
+    assert all("mask_disagrees" not in t for t in out["zip"]["tests"] + out["date"]["tests"])
+    assert out["lookahead"]["unenforced"] == ["pattern@"]
+    assert out["lookahead"]["tests"][0]["accepted"] is True
     assert out["broken"]["compiled"] is False and "no-such-type" in out["broken"]["error"]
     assert out["?"]["error"] == "case is not a JSON object"
     # Strict defaults: no extra keys unless additionalProperties says so.

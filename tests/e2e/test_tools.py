@@ -278,7 +278,7 @@ def test_auto_with_response_format_is_text(brisk_server):
         "type": "object", "properties": {"x": {"type": "nonsense"}}}}}], tool_choice="required"),
      "tools[0].function.parameters"),
     (dict(tools=[{"type": "function", "function": {"name": "f", "strict": True, "parameters": {
-        "type": "object", "properties": {"x": {"type": "string", "pattern": "^a+$"}}}}}],
+        "type": "object", "properties": {"x": {"type": "string", "pattern": "^(?=a)a+$"}}}}}],
           tool_choice="required"),
      "tools[0].function.parameters"),
 ])
