@@ -45,9 +45,10 @@ void StoreValue(KvType type, float x, float inv_scale, uint8_t* dst) {
       return;
     }
     case KvType::kInt8: {
-      float q = std::nearbyint(std::clamp(x * inv_scale, -127.f, 127.f));
+      float q = std::clamp(x * inv_scale, -127.f, 127.f);
       if (std::isnan(q)) q = 0.f;  // a NaN activation: no undefined cast
-      *dst = static_cast<uint8_t>(static_cast<int8_t>(q));
+      // Half away from zero (no libm call on the store path).
+      *dst = static_cast<uint8_t>(static_cast<int8_t>(q + (q >= 0.f ? 0.5f : -0.5f)));
       return;
     }
     case KvType::kFP8: *dst = FloatToE4M3(x * inv_scale); return;
