@@ -50,6 +50,27 @@ def llama_bin():
     return out.strip().splitlines()[-1]
 
 
+def installed_models(keys):
+    """(label, path) of each model of `keys` ("smol,gemma") that is installed."""
+    for key in keys.split(","):
+        label, rel = MODELS[key]
+        model = os.path.join(ROOT, rel)
+        if os.path.exists(model):
+            yield label, model
+        else:
+            print(f"skipping {label}: {rel} is not installed", file=sys.stderr)
+
+
+def f32_copy(model, bindir=None):
+    """The model's F32 copy in CACHE (every weight exactly the value the file
+    encodes), made with llama-quantize on first use."""
+    stem = os.path.splitext(os.path.basename(model))[0]
+    f32 = os.path.join(CACHE, stem + ".F32.gguf")
+    if not os.path.exists(f32):
+        run([f"{bindir or llama_bin()}/llama-quantize", "--allow-requantize", model, f32, "F32"])
+    return f32
+
+
 def llamacpp_stats(text):
     """The figures llama-perplexity --kl-divergence prints."""
     def num(label):
@@ -87,16 +108,10 @@ def main():
     os.makedirs(CACHE, exist_ok=True)
     bindir = llama_bin()
     results = []
-    for key in a.models.split(","):
-        label, rel = MODELS[key]
-        model = os.path.join(ROOT, rel)
-        if not os.path.exists(model):
-            print(f"skipping {label}: {rel} is not installed", file=sys.stderr)
-            continue
+    for label, model in installed_models(a.models):
+        rel = os.path.relpath(model, ROOT)
         stem = os.path.splitext(os.path.basename(model))[0]
-        f32 = os.path.join(CACHE, stem + ".F32.gguf")
-        if not os.path.exists(f32):
-            run([f"{bindir}/llama-quantize", "--allow-requantize", model, f32, "F32"])
+        f32 = f32_copy(model, bindir)
         lcp_base = os.path.join(CACHE, f"{stem}.c{a.ctx}.llamacpp.base")
         run([f"{bindir}/llama-perplexity", "-m", f32, "-f", TEXT, "-c", str(a.ctx), "-t",
              str(a.threads), "--kl-divergence-base", lcp_base])

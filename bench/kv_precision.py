@@ -31,7 +31,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kld_vs_llamacpp import CACHE, MODELS, TEXT, llama_bin, run  # noqa: E402
+from kld_vs_llamacpp import CACHE, TEXT, f32_copy, installed_models, run  # noqa: E402
 
 BUDGET = 512 << 20
 
@@ -65,9 +65,7 @@ def speed(brisk, model, kv, depth, threads, reps):
 
 def quality(a, model, kvs):
     stem = os.path.splitext(os.path.basename(model))[0]
-    f32 = os.path.join(CACHE, stem + ".F32.gguf")
-    if not os.path.exists(f32):
-        run([f"{llama_bin()}/llama-quantize", "--allow-requantize", model, f32, "F32"])
+    f32 = f32_copy(model)
     exact = os.path.join(CACHE, f"{stem}.c{a.ctx}.exact.kldbase")
     own = os.path.join(CACHE, f"{stem}.c{a.ctx}.kvf16.kldbase")
     chunks = ["--chunks", str(a.chunks)] if a.chunks else []
@@ -109,12 +107,8 @@ def main():
         with open(a.quality_from) as f:
             earlier = {r["model"]: r["kv"] for r in json.load(f)["results"]}
     results = []
-    for key in a.models.split(","):
-        label, rel = MODELS[key]
-        model = os.path.join(ROOT, rel)
-        if not os.path.exists(model):
-            print(f"skipping {label}: {rel} is not installed", file=sys.stderr)
-            continue
+    for label, model in installed_models(a.models):
+        rel = os.path.relpath(model, ROOT)
         if label in earlier:
             rows = {kv: {k: v for k, v in earlier[label][kv].items() if k != "speed"}
                     for kv in kvs}
