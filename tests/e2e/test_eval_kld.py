@@ -42,7 +42,8 @@ def test_kld_against_a_saved_reference(brisk_bin, default_model, tmp_path):
     native = json.loads(out.read_text())
     assert 1e-4 < native["kld"]["mean"] < 0.05
     assert native["kld_max"] >= native["kld_p99_9"] >= native["kld_p99"] >= native["kld_median"]
-    assert native["reference"] == {"model": default_model, "precision": "f32"}
+    assert native["reference"] == {"model": default_model, "precision": "f32",
+                                   "kv_precision": "f16"}
     assert native["passed"] and "| mean KLD |" in r.stdout and "PASS mean KLD" in r.stdout
 
     # A threshold it cannot meet: exit 1, and the report says which.
