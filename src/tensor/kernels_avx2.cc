@@ -113,6 +113,15 @@ VI ShuffleI8(VI table, VI idx) { return _mm256_shuffle_epi8(table, idx); }
 VI LoadU8I(const void* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
 }
+// 16 E4M3 codes as floats times 2^-8: each code sign-extended to 16 bits and
+// shifted left 7 is the f16 with the same sign, exponent and mantissa bits
+// once the sign-extension copies between the sign and exponent are masked.
+void LoadFP8x2F(const uint8_t* p, VF* lo, VF* hi) {
+  __m256i h = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  h = _mm256_and_si256(_mm256_slli_epi16(h, 7), _mm256_set1_epi16(static_cast<int16_t>(0xBF80)));
+  *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+  *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
+}
 
 // Tokens per register tile: NT int + NT float accumulators must fit the
 // register file with room for the weights.

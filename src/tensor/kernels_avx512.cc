@@ -88,6 +88,13 @@ VI ShuffleI8(VI table, VI idx) { return _mm512_shuffle_epi8(table, idx); }
 VI LoadU8I(const void* p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p)));
 }
+// 32 E4M3 codes as floats times 2^-8 (see the AVX2 table).
+void LoadFP8x2F(const uint8_t* p, VF* lo, VF* hi) {
+  __m512i h = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  h = _mm512_and_si512(_mm512_slli_epi16(h, 7), _mm512_set1_epi16(static_cast<int16_t>(0xBF80)));
+  *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+  *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
+}
 
 // Tokens per register tile: NT int + NT float accumulators must fit the
 // register file with room for the weights.

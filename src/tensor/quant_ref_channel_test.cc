@@ -135,5 +135,37 @@ TEST(QuantRefChannelTest, Fp8KernelsDecodeEveryCode) {
     EXPECT_EQ(y[t], 0.5f * E4M3ToFloat(row[t / 32].q[t % 32])) << "code " << t;
 }
 
+// One to three tokens (the decode path: four accumulators a row) against the
+// dequantized weights' dot products in double.
+TEST(QuantRefChannelTest, Fp8MatVecMatchesDequantizedRows) {
+  constexpr int64_t k = 576, rows = 37;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> g(0.f, 1.f);
+  std::vector<float> wf(rows * k);
+  for (auto& v : wf) v = g(rng) * 0.05f;
+  std::vector<BlockFP8> q(rows * k / 32);
+  for (int64_t r = 0; r < rows; ++r) QuantizeFP8PerChannel(&wf[r * k], &q[r * k / 32], k);
+  std::vector<float> back(rows * k);
+  DequantizeFP8(q.data(), back.data(), rows * k);
+  auto w = PrepareMatMulWeight(DType::kFP8_E4M3, q.data(), rows, k);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ThreadPool pool(2);
+  MatMulScratch scratch;
+  for (int64_t n : {1, 3}) {
+    std::vector<float> x(n * k), y(n * rows, 0.f);
+    for (auto& v : x) v = g(rng);
+    MatMul(*w, x.data(), n, y.data(), pool, scratch);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t r = 0; r < rows; ++r) {
+        double ref = 0, mag = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          ref += double{back[r * k + i]} * x[t * k + i];
+          mag += std::fabs(double{back[r * k + i]} * x[t * k + i]);
+        }
+        EXPECT_NEAR(y[t * rows + r], ref, 1e-5 * mag) << "token " << t << " row " << r;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace brisk::quant_ref
