@@ -122,20 +122,26 @@ void KvCache::StoreToken(int layer, const int32_t* block_table, int32_t pos, con
     return;
   }
   const int es = KvTypeBytes(shape_.type);
-  const int hd = shape_.head_dim;
-  for (int h = 0; h < shape_.n_kv_heads; ++h) {
-    float k_inv = 1.f, v_inv = 1.f;
-    if (KvTypeScaled(shape_.type)) {
-      const float top = shape_.type == KvType::kInt8 ? 127.f : kE4M3Max;
-      const uint16_t ks = ScaleFor(k + int64_t{h} * hd, hd, top);
-      const uint16_t vs = ScaleFor(v + int64_t{h} * hd, hd, top);
-      std::memcpy(KScales(layer, block) + (int64_t{h} * bs + slot) * 2, &ks, 2);
-      std::memcpy(VScales(layer, block) + (int64_t{h} * bs + slot) * 2, &vs, 2);
-      k_inv = ks ? 1.f / HalfToFloat(ks) : 0.f;
-      v_inv = vs ? 1.f / HalfToFloat(vs) : 0.f;
+  if (!KvTypeScaled(shape_.type)) {
+    for (int64_t e = 0; e < kv_dim; ++e) {
+      StoreValue(shape_.type, k[e], 1.f, kb + (e * bs + slot) * es);
+      StoreValue(shape_.type, v[e], 1.f, vb + e * es);
     }
-    for (int d = 0; d < hd; ++d) {
-      const int64_t e = int64_t{h} * hd + d;
+    return;
+  }
+  // Group g of the kv_dim values (heads one after the other) has its scales
+  // at g * bs + slot: groups never cross a head.
+  const int gs = KvScaleGroup(shape_.head_dim);
+  const float top = shape_.type == KvType::kInt8 ? 127.f : kE4M3Max;
+  for (int64_t g = 0; g < shape_.scales_per_slot(); ++g) {
+    const int64_t e0 = g * gs;
+    const uint16_t ks = ScaleFor(k + e0, gs, top);
+    const uint16_t vs = ScaleFor(v + e0, gs, top);
+    std::memcpy(KScales(layer, block) + (g * bs + slot) * 2, &ks, 2);
+    std::memcpy(VScales(layer, block) + (g * bs + slot) * 2, &vs, 2);
+    const float k_inv = ks ? 1.f / HalfToFloat(ks) : 0.f;
+    const float v_inv = vs ? 1.f / HalfToFloat(vs) : 0.f;
+    for (int64_t e = e0; e < e0 + gs; ++e) {
       StoreValue(shape_.type, k[e], k_inv, kb + (e * bs + slot) * es);
       StoreValue(shape_.type, v[e], v_inv, vb + e * es);
     }
@@ -151,20 +157,19 @@ void KvCache::LoadToken(int layer, const int32_t* block_table, int32_t pos, floa
   const int slot = pos % bs;
   const uint8_t* kb = KBlock(layer, block);
   const uint8_t* vb = VBlock(layer, block) + slot * kv_dim * es;
-  for (int h = 0; h < shape_.n_kv_heads; ++h) {
+  const bool scaled = KvTypeScaled(shape_.type);
+  const int gs = KvScaleGroup(shape_.head_dim);
+  for (int64_t e = 0; e < kv_dim; ++e) {
     float ks = 1.f, vs = 1.f;
-    if (KvTypeScaled(shape_.type)) {
+    if (scaled) {
       uint16_t k16, v16;
-      std::memcpy(&k16, KScales(layer, block) + (int64_t{h} * bs + slot) * 2, 2);
-      std::memcpy(&v16, VScales(layer, block) + (int64_t{h} * bs + slot) * 2, 2);
+      std::memcpy(&k16, KScales(layer, block) + (e / gs * bs + slot) * 2, 2);
+      std::memcpy(&v16, VScales(layer, block) + (e / gs * bs + slot) * 2, 2);
       ks = HalfToFloat(k16);
       vs = HalfToFloat(v16);
     }
-    for (int d = 0; d < shape_.head_dim; ++d) {
-      const int64_t e = int64_t{h} * shape_.head_dim + d;
-      k[e] = LoadValue(shape_.type, kb + (e * bs + slot) * es) * ks;
-      v[e] = LoadValue(shape_.type, vb + e * es) * vs;
-    }
+    k[e] = LoadValue(shape_.type, kb + (e * bs + slot) * es) * ks;
+    v[e] = LoadValue(shape_.type, vb + e * es) * vs;
   }
 }
 
@@ -175,8 +180,10 @@ PagedKvHead KvCache::Head(int layer, int kv_head) const {
   h.k_base = KBlock(layer, 0) + int64_t{kv_head} * shape_.head_dim * bs * KvTypeBytes(h.type);
   h.v_base = VBlock(layer, 0) + int64_t{kv_head} * shape_.head_dim * KvTypeBytes(h.type);
   if (KvTypeScaled(h.type)) {
-    h.k_scale = KScales(layer, 0) + kv_head * bs * 2;
-    h.v_scale = VScales(layer, 0) + kv_head * bs * 2;
+    h.scale_group = KvScaleGroup(shape_.head_dim);
+    const int64_t first = int64_t{kv_head} * (shape_.head_dim / h.scale_group);  // its first group
+    h.k_scale = KScales(layer, 0) + first * bs * 2;
+    h.v_scale = VScales(layer, 0) + first * bs * 2;
   }
   h.block_size = shape_.block_size;
   h.block_stride = shape_.BlockStride();

@@ -1,12 +1,13 @@
 // Paged KV storage: a pool of fixed-size blocks (block_size token slots), per
 // layer, holding K and V in the cache's precision (KvType: F16 by default;
-// INT8/FP8 add one F16 scale per position and KV head for K and for V).
+// INT8/FP8 add, for K and for V, one F16 scale per position and group of
+// KvScaleGroup(head_dim) values of a KV head).
 // Position p of a sequence is slot
 // p % block_size of block block_table[p / block_size]. Within a block, K is
 // stored transposed ([kv_dim][block_size]: one head dimension of all slots is
 // contiguous, so attention scores a whole block with one vector FMA per
 // dimension) and V row-major ([block_size][kv_dim]), then (scaled types) the
-// K scales [n_kv_heads][block_size] and the V scales [n_kv_heads][block_size];
+// K scales [n_kv_heads][groups][block_size] and the V scales (the same);
 // a layer's blocks are BlockStride() bytes apart. Which block belongs to which
 // sequence is the engine's business (engine/kv_block_pool.h).
 //
@@ -37,6 +38,11 @@ struct KvCacheShape {
   int block_size = 16;
   KvType type = KvType::kF16;
   int64_t kv_dim() const { return int64_t{n_kv_heads} * head_dim; }
+  // Scales per position for K (and as many for V): one per group of
+  // KvScaleGroup(head_dim) values of each KV head; 0 for unscaled types.
+  int64_t scales_per_slot() const {
+    return KvTypeScaled(type) ? kv_dim() / KvScaleGroup(head_dim) : 0;
+  }
   // Blocks that hold positions [0, n_positions).
   int64_t BlocksFor(int64_t n_positions) const {
     return (n_positions + block_size - 1) / block_size;
@@ -44,7 +50,7 @@ struct KvCacheShape {
   // Bytes of one layer's block: K and V values, and their scales.
   int64_t BlockStride() const {
     return 2 * int64_t{block_size} * kv_dim() * KvTypeBytes(type) +
-           (KvTypeScaled(type) ? 2 * int64_t{n_kv_heads} * block_size * 2 : 0);
+           2 * scales_per_slot() * block_size * 2;
   }
   // Bytes one block takes over all layers.
   int64_t BytesPerBlock() const { return int64_t{n_layers} * BlockStride(); }
@@ -63,7 +69,7 @@ class KvCache {
   // Stores one token's K and V (kv_dim floats each, KV heads one after the
   // other) at position `pos` of the sequence whose blocks are `block_table`
   // (which must cover pos), in `layer`, rounded to the cache's precision
-  // (INT8/FP8: each head's values scaled by their largest magnitude).
+  // (INT8/FP8: each group of a head's values scaled by its largest magnitude).
   void StoreToken(int layer, const int32_t* block_table, int32_t pos, const float* k,
                   const float* v);
   // The values StoreToken kept for that position, back as floats (what
@@ -88,7 +94,7 @@ class KvCache {
   uint8_t* VBlock(int layer, int64_t block) const { return KBlock(layer, block) + values_bytes(); }
   uint8_t* KScales(int layer, int64_t block) const { return VBlock(layer, block) + values_bytes(); }
   uint8_t* VScales(int layer, int64_t block) const {
-    return KScales(layer, block) + 2 * int64_t{shape_.n_kv_heads} * shape_.block_size;
+    return KScales(layer, block) + 2 * shape_.scales_per_slot() * shape_.block_size;
   }
   // Bytes of a block's K (or V) values in one layer.
   int64_t values_bytes() const {

@@ -35,7 +35,7 @@ TEST(KvPrecisionTest, NamesParseBothWays) {
 }
 
 // One-byte precisions hold twice the tokens of F16 in the same bytes, less
-// their scales (one F16 per head_dim values, for K and for V).
+// their scales (one F16 per 64 values, for K and for V).
 TEST(KvPrecisionTest, BlockBytes) {
   KvCacheShape s{/*n_layers=*/30, /*n_kv_heads=*/3, /*head_dim=*/64, /*block_size=*/16};
   const int64_t f16 = s.BytesPerBlock();
@@ -52,6 +52,14 @@ TEST(KvPrecisionTest, BlockBytes) {
                          KvCache::BlocksForBudget({30, 3, 64, 16}, 512 << 20);
     EXPECT_NEAR(ratio, 2.0 * 64 / 66, 0.01);
   }
+  // Gemma 3 270M's shape: one KV head of 256 values has four scales.
+  const KvCacheShape gemma{18, 1, 256, 16, KvType::kInt8};
+  EXPECT_EQ(gemma.scales_per_slot(), 4);
+  EXPECT_EQ(gemma.BytesPerBlock(), 18 * (2 * 16 * 256 + 2 * 4 * 16 * 2));
+  // Head dims that 64 does not divide take the largest of 32 and 16 that does.
+  EXPECT_EQ(KvScaleGroup(96), 32);
+  EXPECT_EQ(KvScaleGroup(80), 16);
+  EXPECT_EQ(KvScaleGroup(8), 8);
 }
 
 // The largest error a stored value may have, given the largest magnitude of
@@ -68,6 +76,27 @@ double Bound(KvType t, float x, float amax) {
              1e-9;
   }
   return 0;
+}
+
+// Each group of 64 values has its own scale: an outlier in one group of a
+// 256-value head leaves the other groups' steps set by their own values.
+TEST(KvPrecisionTest, GroupsOfAHeadHaveTheirOwnScales) {
+  for (KvType t : {KvType::kInt8, KvType::kFP8}) {
+    KvCache kv({1, 2, 256, 16, t}, 1);
+    const int32_t table[] = {0};
+    std::vector<float> k(512), v(512), kb(512), vb(512);
+    for (int e = 0; e < 512; ++e) k[e] = v[e] = 0.01f * static_cast<float>((e * 37) % 101 - 50);
+    k[5] = v[300] = 1000.f;  // group 0 of head 0 (K), group 0 of head 1 (V)
+    kv.StoreToken(0, table, 0, k.data(), v.data());
+    kv.LoadToken(0, table, 0, kb.data(), vb.data());
+    for (int e = 0; e < 512; ++e) {
+      const bool k_outlier_group = e < 64, v_outlier_group = e >= 256 && e < 320;
+      EXPECT_LE(std::fabs(kb[e] - k[e]), Bound(t, k[e], k_outlier_group ? 1000.f : 0.5f))
+          << KvPrecisionName(t) << " K " << e;
+      EXPECT_LE(std::fabs(vb[e] - v[e]), Bound(t, v[e], v_outlier_group ? 1000.f : 0.5f))
+          << KvPrecisionName(t) << " V " << e;
+    }
+  }
 }
 
 TEST(KvPrecisionTest, StoredValuesWithinTheirBound) {

@@ -18,10 +18,10 @@ namespace brisk {
 
 // How the KV cache stores K and V (cache.kv_precision). F16 is the default;
 // F32 the exact reference; BF16 keeps F32's range with 8 mantissa bits;
-// INT8 and FP8 (E4M3) take one byte a value plus one F16 scale per
-// (position, KV head) for K and for V: a token's head_dim values share a
-// scale, set from their largest magnitude when the token is stored (so
-// appending never rescales what is already there).
+// INT8 and FP8 (E4M3) take one byte a value plus, for K and for V, one F16
+// scale per position and group of KvScaleGroup(head_dim) values of a KV head
+// (64 where head_dim allows), set from the group's largest magnitude when the
+// token is stored (so appending never rescales what is already there).
 enum class KvType : uint8_t { kF16, kF32, kBF16, kInt8, kFP8 };
 
 // Bytes of one stored value (scales not counted).
@@ -29,14 +29,22 @@ inline int KvTypeBytes(KvType t) {
   return t == KvType::kF32 ? 4 : (t == KvType::kInt8 || t == KvType::kFP8) ? 1 : 2;
 }
 inline bool KvTypeScaled(KvType t) { return t == KvType::kInt8 || t == KvType::kFP8; }
+// Values of a KV head that share a scale (scaled types): 64, else 32 or 16,
+// whichever divides head_dim; else the whole head. A head of 256 values
+// with one scale lets a few large channels (Gemma's K after its per-head
+// norm) coarsen all the others.
+constexpr int KvScaleGroup(int head_dim) {
+  return head_dim % 64 == 0 ? 64 : head_dim % 32 == 0 ? 32 : head_dim % 16 == 0 ? 16 : head_dim;
+}
 
 // One KV head's paged history in one layer, as the KV cache lays it out
 // (model/kv_cache.h owns that layout and fills this in). Offsets in bytes;
 // e = KvTypeBytes(type). For block b, K is [head_dim][block_size] at
 // k_base + b * block_stride (dimension d of slot s at + (d * block_size + s)
 // * e), V rows (head_dim values) at v_base + b * block_stride + s *
-// v_row_stride * e. Scaled types: the F16 scales of slot s are at
-// k_scale / v_scale + b * block_stride + 2 * s.
+// v_row_stride * e. Scaled types: the F16 scale of slot s for values
+// [g * scale_group, (g + 1) * scale_group) is at k_scale / v_scale + b *
+// block_stride + (g * block_size + s) * 2.
 struct PagedKvHead {
   KvType type = KvType::kF16;
   const uint8_t* k_base = nullptr;
@@ -44,6 +52,7 @@ struct PagedKvHead {
   const uint8_t* k_scale = nullptr;
   const uint8_t* v_scale = nullptr;
   int block_size = 16;  // a multiple of 16
+  int scale_group = 0;  // values per scale (scaled types): KvScaleGroup(head_dim)
   int64_t block_stride = 0;
   int64_t v_row_stride = 0;
 };
