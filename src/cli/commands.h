@@ -47,5 +47,9 @@ Status WriteTextFile(const std::string& path, const std::string& text);
 // The default model path: $BRISK_MODEL, else ./models/<default>, else the
 // build tree's models/ directory.
 std::string DefaultModelPath();
+// The evaluation text the project installs (bench/golden/kld_text.txt: in
+// the working directory, else in the source tree); `brisk eval kld` and the
+// gate's distribution check read it unless told otherwise.
+std::string DefaultKldTextPath();
 
 }  // namespace brisk

@@ -1,7 +1,7 @@
 // `brisk eval kld`: the distribution check of a model configuration (weight
 // precision, file) against a reference configuration on the same text, as
 // llama-perplexity --kl-divergence-base / --kl-divergence do it:
-//   brisk eval kld --model ref.gguf --precision f32 --text T --save-base B
+//   brisk eval kld --model ref.gguf --precision f32 [--text T] --save-base B
 //   brisk eval kld --model test.gguf [--precision P] --base B [--max-kld X]
 // The first run scores the text under the reference and keeps its
 // distributions (and prints its perplexity); each later run scores the same
@@ -13,16 +13,15 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <memory>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "eval/kld_base.h"
+#include "eval/kld_gate.h"
 #include "eval/kld_run.h"
 #include "eval/kld_stats.h"
 #include "model/llama_model.h"
-#include "model/tokenizer.h"
 
 namespace brisk {
 namespace {
@@ -83,16 +82,7 @@ std::string Description(const KldFlags& f) {
 }
 
 int SaveBase(const KldFlags& f, LlamaModel& model) {
-  std::ifstream in(f.text, std::ios::binary);
-  if (!in) return Fail(NotFound("cannot read the text '{}'", f.text));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto tok = Tokenizer::FromGguf(model.file());
-  if (!tok.ok()) return Fail(tok.status());
-  const bool add_bos = (*tok)->add_bos() && (*tok)->bos_id().has_value();
-  auto chunks = eval::MakeChunks((*tok)->Encode(ss.str(), /*add_special=*/true,
-                                                /*parse_special=*/false),
-                                 f.ctx, f.chunks, add_bos ? (*tok)->bos_id() : std::nullopt);
+  auto chunks = eval::ChunkTextFile(model.file(), f.text, f.ctx, f.chunks);
   if (!chunks.ok()) return Fail(chunks.status());
   eval::KldBaseHeader h{model.config().vocab, Description(f), std::move(*chunks)};
   auto writer = eval::KldBaseWriter::Create(f.save_base, h);
@@ -182,9 +172,8 @@ int Compare(const KldFlags& f, LlamaModel& model) {
 
 int RunKld(KldFlags f) {
   if (f.save_base.empty() == f.base.empty())
-    return Fail(InvalidArgument("give exactly one of --save-base (with --text) and --base"));
-  if (!f.save_base.empty() && f.text.empty())
-    return Fail(InvalidArgument("--save-base needs --text (the evaluation text)"));
+    return Fail(InvalidArgument("give exactly one of --save-base and --base"));
+  if (f.text.empty()) f.text = DefaultKldTextPath();
   if (f.model.empty()) f.model = DefaultModelPath();
   auto kv_type = ParseKvPrecision(f.kv_precision);
   if (!kv_type.ok()) return Fail(kv_type.status().WithContext("--kv-precision"));
@@ -195,6 +184,13 @@ int RunKld(KldFlags f) {
 }
 
 }  // namespace
+
+std::string DefaultKldTextPath() {
+  const char* kText = "bench/golden/kld_text.txt";
+  if (std::filesystem::exists(kText)) return kText;
+  // The source tree's (BRISK_DEFAULT_MODEL is <source>/models/<file>).
+  return (std::filesystem::path(BRISK_DEFAULT_MODEL).parent_path().parent_path() / kText).string();
+}
 
 CommandRunner RegisterEvalKld(CLI::App& eval_app) {
   auto f = std::make_shared<KldFlags>();
@@ -209,7 +205,9 @@ CommandRunner RegisterEvalKld(CLI::App& eval_app) {
       "... (as brisk serve --precision)");
   kld->add_option("--kv-precision", f->kv_precision,
                   "KV cache precision: f16 (default), f32, bf16, int8, fp8");
-  kld->add_option("--text", f->text, "Evaluation text (UTF-8), for --save-base");
+  kld->add_option("--text", f->text,
+                  "Evaluation text (UTF-8), for --save-base (default: the installed "
+                  "bench/golden/kld_text.txt)");
   kld->add_option("--save-base", f->save_base,
                   "Score the text with this (reference) configuration and save its distributions");
   kld->add_option("--base", f->base, "Compare against distributions saved by --save-base");

@@ -128,9 +128,13 @@ int RunServe(const ServeFlags& f) {
       return Fail(InvalidArgument(
           "model.precision {} with cache.kv_precision {} is a serving change and needs a passing "
           "golden-set gate report ({}). Make one: start this server with --allow-ungated, run "
-          "`brisk eval golden --set <set.jsonl> --url <its url> --save-gate {}` (the set's gate "
-          "thresholds must hold), then start it again without --allow-ungated",
-          cfg.model.precision, cfg.cache.kv_precision, report.status().message(), gate_dir));
+          "`brisk eval golden --set <set.jsonl> --url <its url> --model-file {} --save-gate {}` "
+          "(every threshold of the set's gate file must hold: its answers through the server "
+          "and, where the gate names max_kld / min_same_top1, this configuration's KL divergence "
+          "from the file's native one, scored by that command; the shipped sets are "
+          "bench/golden/smollm2.jsonl and gemma3.jsonl), then start it again without "
+          "--allow-ungated",
+          cfg.model.precision, cfg.cache.kv_precision, report.status().message(), path, gate_dir));
     }
   }
   auto tok = Tokenizer::FromGguf((*model)->file());

@@ -42,7 +42,13 @@ Expected<GateThresholds> ParseGate(std::string_view yaml_text, std::string_view 
     return r.ReadMap(doc, {"", 1},
                      {{"min_pass_rate", number(&g.min_pass_rate, 0, 1)},
                       {"min_pass_rate_lower_bound", number(&g.min_pass_rate_lower_bound, 0, 1)},
-                      {"max_latency_p95_ms", number(&g.max_latency_p95_ms, 0, 1e9)}},
+                      {"max_latency_p95_ms", number(&g.max_latency_p95_ms, 0, 1e9)},
+                      {"max_kld", number(&g.max_kld, 0, 1e3)},
+                      {"min_same_top1", number(&g.min_same_top1, 0, 1)},
+                      {"max_ln_ppl_ratio", number(&g.max_ln_ppl_ratio, -1e3, 1e3)},
+                      {"kld_text", r.String(&g.kld_text, /*allow_empty=*/false)},
+                      {"kld_ctx", r.Int(&g.kld_ctx, 16, 1 << 20)},
+                      {"kld_chunks", r.Int(&g.kld_chunks, 1, 1 << 20)}},
                      {});
   }));
   return g;
@@ -121,6 +127,22 @@ EvalReport Summarize(std::vector<CaseResult> cases, const GateThresholds& gate) 
   return r;
 }
 
+void ApplyKldGate(const GateThresholds& gate, const KldSummary& s, Json check, EvalReport* r) {
+  if (gate.max_kld)
+    r->gate.push_back({"max_kld", s.kld.mean, *gate.max_kld, s.kld.mean <= *gate.max_kld});
+  if (gate.min_same_top1) {
+    r->gate.push_back({"min_same_top1", s.same_top1.mean, *gate.min_same_top1,
+                       s.same_top1.mean >= *gate.min_same_top1});
+  }
+  if (gate.max_ln_ppl_ratio) {
+    r->gate.push_back({"max_ln_ppl_ratio", s.ln_ppl_ratio.mean, *gate.max_ln_ppl_ratio,
+                       s.ln_ppl_ratio.mean <= *gate.max_ln_ppl_ratio});
+  }
+  r->gate_passed = true;
+  for (const GateVerdict& v : r->gate) r->gate_passed = r->gate_passed && v.ok;
+  r->kld = std::move(check);
+}
+
 Json ReportJson(const EvalReport& r) {
   Json cases = Json::array();
   for (const CaseResult& c : r.cases) {
@@ -134,18 +156,20 @@ Json ReportJson(const EvalReport& r) {
   Json gate = Json::array();
   for (const GateVerdict& v : r.gate)
     gate.push_back({{"threshold", v.name}, {"value", v.value}, {"bound", v.bound}, {"ok", v.ok}});
-  return {{"set", r.set},
-          {"url", r.url},
-          {"model", r.model},
-          {"cases", r.cases.size()},
-          {"passed", r.passed},
-          {"pass_rate", r.pass_rate},
-          {"pass_rate_lower_bound_95", r.pass_rate_lower_bound},
-          {"latency_p50_ms", r.latency_p50_ms},
-          {"latency_p95_ms", r.latency_p95_ms},
-          {"gate", std::move(gate)},
-          {"gate_passed", r.gate_passed},
-          {"results", std::move(cases)}};
+  Json out = {{"set", r.set},
+              {"url", r.url},
+              {"model", r.model},
+              {"cases", r.cases.size()},
+              {"passed", r.passed},
+              {"pass_rate", r.pass_rate},
+              {"pass_rate_lower_bound_95", r.pass_rate_lower_bound},
+              {"latency_p50_ms", r.latency_p50_ms},
+              {"latency_p95_ms", r.latency_p95_ms},
+              {"gate", std::move(gate)},
+              {"gate_passed", r.gate_passed},
+              {"results", std::move(cases)}};
+  if (!r.kld.is_null()) out["kld"] = r.kld;
+  return out;
 }
 
 std::string ReportMarkdown(const EvalReport& r) {
@@ -171,6 +195,23 @@ std::string ReportMarkdown(const EvalReport& r) {
       md += fmt::format("| {} | {:.4g} | {:.4g} | {} |\n", v.name, v.value, v.bound,
                         v.ok ? "yes" : "**no**");
     md += fmt::format("\nGate: **{}**\n\n", r.gate_passed ? "passed" : "failed");
+  }
+  if (r.kld.is_object()) {
+    if (r.kld.value("checked", true)) {
+      const Json tested = r.kld.value("tested", Json::object());
+      auto mean = [&](const char* name) {
+        return r.kld.value(name, Json::object()).value("mean", 0.0);
+      };
+      md += fmt::format(
+          "Distribution check of `{}` at precision {}, KV {}, against its native precision with "
+          "an F16 KV cache, on `{}` ({} positions): mean KLD {:.6f}, same top-1 {:.2f}%, "
+          "ln(PPL ratio) {:.6f}.\n\n",
+          tested.value("model", ""), tested.value("precision", ""),
+          tested.value("kv_precision", ""), r.kld.value("text", ""), r.kld.value("positions", 0),
+          mean("kld"), 100 * mean("same_top1"), mean("ln_ppl_ratio"));
+    } else {
+      md += fmt::format("Distribution check: not run ({}).\n\n", r.kld.value("why", ""));
+    }
   }
   md += "| case | verdict | answer |\n|---|---|---|\n";
   for (const CaseResult& c : r.cases)

@@ -42,6 +42,16 @@ std::string ModelFileHash(std::span<const uint8_t> bytes) {
   return fmt::format("{:016x}{:016x}", h.high64, h.low64);
 }
 
+Status CheckKeyDescribesLocalRun(const ServingKey& key, std::string_view file_hash) {
+  if (key.model_hash != file_hash)
+    return InvalidArgument("the model file's hash is {}; the server's serving key names {}",
+                           file_hash, key.model_hash);
+  if (key.engine_version != kEngineVersion)
+    return InvalidArgument("the server runs engine version {}, this brisk {}", key.engine_version,
+                           kEngineVersion);
+  return Status::Ok();
+}
+
 std::string DefaultGateDir() {
   if (const char* d = std::getenv("BRISK_GATE_DIR"); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)

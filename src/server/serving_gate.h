@@ -1,9 +1,13 @@
 // The golden-set gate on the serving path (issue 13): a serving change (a
-// weight precision other than the file's own) starts only with a passing
-// gate report for exactly what is served: the model file's bytes, the
-// precision, the KV precision and the engine version. `brisk eval golden
-// --save-gate` writes such a report after a run against a server that
-// reports its key in /v1/models; `brisk serve` looks it up at startup.
+// weight precision other than the file's own, a KV precision other than
+// F16) starts only with a passing gate report for exactly what is served:
+// the model file's bytes, the precision, the KV precision and the engine
+// version. `brisk eval golden --save-gate` writes such a report after a run
+// against a server that reports its key in /v1/models: the golden set's
+// answers and, when the set's gate file names KLD thresholds, the
+// distribution check of that key's configuration against the file's native
+// one, scored in the eval process from the same file (eval/kld_gate.h);
+// `brisk serve` looks it up at startup.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +38,11 @@ struct ServingKey {
 };
 
 std::string ModelFileHash(std::span<const uint8_t> bytes);
+
+// Whether a local model file with hash `file_hash`, run by this binary, is
+// what `key` describes: InvalidArgument naming the difference (another
+// file, or a server of another engine version) otherwise.
+Status CheckKeyDescribesLocalRun(const ServingKey& key, std::string_view file_hash);
 
 // $BRISK_GATE_DIR, else $XDG_CACHE_HOME/brisk/gates, else
 // $HOME/.cache/brisk/gates, else ./brisk-gates.

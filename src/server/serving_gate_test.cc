@@ -67,6 +67,22 @@ TEST_F(ServingGateTest, OnlyAPassingReportForTheSameKeyCounts) {
   EXPECT_FALSE(FindPassingGateReport(dir_.string(), k).ok());
 }
 
+TEST_F(ServingGateTest, ALocalRunMustBeTheKeysFileAndEngine) {
+  const ServingKey k = Key();
+  EXPECT_TRUE(CheckKeyDescribesLocalRun(k, k.model_hash).ok());
+  // Another file (a changed byte changes the hash): its numbers say nothing
+  // about the served one.
+  const std::string other =
+      ModelFileHash(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>("GGUF-bytez"), 10));
+  Status s = CheckKeyDescribesLocalRun(k, other);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find(other), std::string::npos) << s.message();
+  ServingKey old = k;
+  old.engine_version = "0.0.1";
+  s = CheckKeyDescribesLocalRun(old, k.model_hash);
+  EXPECT_NE(s.message().find("0.0.1"), std::string::npos) << s.message();
+}
+
 TEST_F(ServingGateTest, DefaultDirFollowsTheEnvironment) {
   ::setenv("BRISK_GATE_DIR", "/tmp/g", 1);
   EXPECT_EQ(DefaultGateDir(), "/tmp/g");

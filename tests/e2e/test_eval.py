@@ -107,3 +107,67 @@ def test_converted_precision_starts_only_through_the_golden_set_gate(
     native = models_info(make_server())
     assert native["gated"] is True and native["precision"] == "native"
     assert "serving_key" not in native
+
+
+def test_gate_with_a_distribution_check(brisk_bin, make_server, tmp_path):
+    """A gate file that names KLD thresholds: `brisk eval golden` also scores
+    the served configuration against the file's native one (one short chunk
+    of the installed text here) and the report passes only when both checks
+    hold. int4 answers these facts well enough but fails the KLD bound, so
+    no report is kept and serve still refuses; int8 passes both."""
+    gates = tmp_path / "gates"
+    golden = tmp_path / "facts.jsonl"
+    golden.write_text("\n".join(open(FACTS).read().splitlines()[:4]) + "\n")
+    gate = tmp_path / "facts.gate.yaml"
+    # The shipped gates' KLD bounds (bench/golden/smollm2.gate.yaml), on one
+    # chunk of 128 tokens.
+    gate.write_text("min_pass_rate: 0.0\nmax_kld: 0.05\nmin_same_top1: 0.85\n"
+                    "kld_ctx: 128\nkld_chunks: 1\n")
+    s = make_server(args=["--precision", "int4", "--allow-ungated", "--gate-dir", str(gates)])
+    key = models_info(s)["serving_key"]
+    out = tmp_path / "int4.json"
+    r = run_eval(brisk_bin, "--set", str(golden), "--url", s.url, "--save-gate", str(gates),
+                 "--json", str(out), "--kld-threads", "2")
+    assert r.returncode == 1, r.stderr
+    report = json.loads(out.read_text())
+    verdicts = {g["threshold"]: g for g in report["gate"]}
+    assert set(verdicts) == {"min_pass_rate", "max_kld", "min_same_top1"}
+    assert verdicts["min_pass_rate"]["ok"] and not verdicts["max_kld"]["ok"], verdicts
+    assert report["kld"]["tested"]["precision"] == "int4"
+    assert report["kld"]["reference"] == {"model": report["kld"]["tested"]["model"],
+                                          "precision": "native", "kv_precision": "f16"}
+    assert report["kld"]["positions"] == 63 and report["kld"]["chunks"] == 1
+    assert "Distribution check" in r.stdout and "no report kept" in r.stderr
+    assert not (gates / (key["id"] + ".json")).exists()
+    # The local file must be the one the server loaded (its hash is the key's).
+    other = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q8_0.gguf")
+    if os.path.exists(other):
+        r = run_eval(brisk_bin, "--set", str(golden), "--url", s.url, "--model-file", other)
+        assert r.returncode == 2 and "--model-file" in r.stderr, r.stderr
+    s.stop()
+    r = subprocess.run([brisk_bin, "serve", "--port", "0", "--gate-dir", str(gates),
+                        "--precision", "int4"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "--model-file" in r.stderr + r.stdout and "max_kld" in r.stderr
+
+    s = make_server(args=["--precision", "int8", "--allow-ungated", "--gate-dir", str(gates)])
+    key = models_info(s)["serving_key"]
+    r = run_eval(brisk_bin, "--set", str(golden), "--url", s.url, "--save-gate", str(gates),
+                 "--kld-threads", "2")
+    assert r.returncode == 0, r.stderr
+    kept = json.loads((gates / (key["id"] + ".json")).read_text())
+    assert kept["gate_passed"] and kept["serving_key"] == key
+    assert kept["kld"]["tested"] == {"model": kept["kld"]["reference"]["model"],
+                                     "precision": "int8", "kv_precision": "f16"}
+    assert kept["kld"]["kld"]["mean"] < 0.05 and kept["kld"]["same_top1"]["mean"] >= 0.85
+    assert [g["threshold"] for g in kept["gate"] if g["ok"]] == [
+        "min_pass_rate", "max_kld", "min_same_top1"]
+    s.stop()
+    assert models_info(make_server(args=["--precision", "int8", "--gate-dir", str(gates)]))[
+        "gated"] is True
+    # A native server is the check's reference: nothing to compare, said so.
+    out = tmp_path / "native.json"
+    r = run_eval(brisk_bin, "--set", str(golden), "--url", make_server().url, "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    report = json.loads(out.read_text())
+    assert report["kld"]["checked"] is False and "native" in report["kld"]["why"]
+    assert [g["threshold"] for g in report["gate"]] == ["min_pass_rate"]
