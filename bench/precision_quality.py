@@ -47,8 +47,9 @@ def main():
         try:
             with tempfile.NamedTemporaryFile(suffix=".json") as out:
                 r = subprocess.run([args.brisk, "eval", "golden", "--set", args.set, "--url", url,
-                                    "--json", out.name], capture_output=True, text=True,
-                                   timeout=1800)
+                                    "--json", out.name,
+                                    *(["--model-file", args.model] if args.model else [])],
+                                   capture_output=True, text=True, timeout=1800)
                 if r.returncode not in (0, 1):
                     sys.exit(f"brisk eval failed for {p}: {r.stderr}")
                 rep = json.load(open(out.name))
@@ -58,13 +59,19 @@ def main():
         rows.append((p if kv == "f16" else f"kv {kv}", rep))
     base = rows[0][1]["pass_rate"] if rows else 0
     print(f"Golden set `{os.path.relpath(args.set, root)}`, {rows[0][1]['model']}\n")
-    print("| configuration | passed | pass rate | 95% lower bound | vs native | latency p50 / p95 ms |")
-    print("|---|---|---|---|---|---|")
+    print("| configuration | passed | pass rate | 95% lower bound | vs native | "
+          "KLD vs native | same top-1 | gate | latency p50 / p95 ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for p, rep in rows:
         ratio = rep["pass_rate"] / base if base else 0
+        kld = rep.get("kld", {})
+        checked = kld.get("checked", True) and "kld" in kld
+        kld_cols = (f"{kld['kld']['mean']:.4f} | {100 * kld['same_top1']['mean']:.1f}%"
+                    if checked else "not run | not run")
+        gate = ("passed" if rep.get("gate_passed") else "failed") if rep.get("gate") else ""
         print(f"| {p} | {rep['passed']}/{rep['cases']} | {100 * rep['pass_rate']:.1f}% | "
-              f"{100 * rep['pass_rate_lower_bound_95']:.1f}% | {ratio:.2f}x | "
-              f"{rep['latency_p50_ms']:.0f} / {rep['latency_p95_ms']:.0f} |")
+              f"{100 * rep['pass_rate_lower_bound_95']:.1f}% | {ratio:.2f}x | {kld_cols} | "
+              f"{gate} | {rep['latency_p50_ms']:.0f} / {rep['latency_p95_ms']:.0f} |")
 
 
 if __name__ == "__main__":
