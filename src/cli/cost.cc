@@ -18,6 +18,7 @@ struct CostFlags {
   std::string to;
   bool json = false;
   bool totals = false;
+  std::string shadow = "exclude";
 };
 
 int Fail(const Status& s) {
@@ -31,6 +32,9 @@ int RunCost(const CostFlags& f) {
   if (!group_by.ok()) return Fail(group_by.status());
   q.group_by = *group_by;
   q.by_day = !f.totals;
+  q.shadow = f.shadow == "only"      ? gateway::ShadowFilter::kOnly
+             : f.shadow == "include" ? gateway::ShadowFilter::kInclude
+                                     : gateway::ShadowFilter::kExclude;
   if (!f.from.empty()) {
     auto t = gateway::ParseReportTime(f.from, /*is_end=*/false);
     if (!t.ok()) return Fail(t.status().WithContext("--from"));
@@ -66,13 +70,18 @@ CommandRunner RegisterCost(CLI::App& app) {
   app.add_option("--ledger", f->ledger,
                  "the gateway's ledger.url: a SQLite file or postgresql://user@host:port/db")
       ->capture_default_str();
-  app.add_option("--group-by", f->group_by, "feature, tier or tenant")
-      ->check(CLI::IsMember({"feature", "tier", "tenant"}))
+  app.add_option("--group-by", f->group_by, "feature, tier, tenant or rollout")
+      ->check(CLI::IsMember({"feature", "tier", "tenant", "rollout"}))
       ->capture_default_str();
   app.add_option("--from", f->from,
                  "from this UTC date (2026-12-01), RFC 3339 time or unix seconds, inclusive");
   app.add_option("--to", f->to, "up to this time, exclusive; a date includes that whole day");
   app.add_flag("--json", f->json, "print the JSON of GET /v1/cost instead of a table");
+  app.add_option("--shadow", f->shadow,
+                 "rollout shadow rows: exclude (the callers' bill), include or only (what "
+                 "shadow traffic cost)")
+      ->check(CLI::IsMember({"exclude", "include", "only"}))
+      ->capture_default_str();
   app.add_flag("--totals", f->totals, "one line per group over the whole range, not per day");
   return [f]() -> int { return RunCost(*f); };
 }

@@ -127,6 +127,12 @@ void Budgets::Record(std::string_view key_name, std::string_view feature, double
   }
 }
 
+void Budgets::Record(const LedgerRow& row) {
+  if (row.shadow) return;
+  Record(row.api_key_name, row.feature, row.cost_usd,
+         Time(std::chrono::milliseconds(row.time_unix_ms)));
+}
+
 nlohmann::ordered_json Budgets::SnapshotJson(Time now) {
   const int64_t now_ms = UnixMs(now);
   auto window = [](const Window& w) -> nlohmann::ordered_json {

@@ -35,7 +35,8 @@ class Budgets {
   explicit Budgets(const std::vector<BudgetConfig>& configs);
 
   // Today's and this month's spend of every budgeted key and feature, from
-  // the ledger's rows (SpendSince the UTC day's and month's starts).
+  // the ledger's rows (SpendSince the UTC day's and month's starts; shadow
+  // rows are never counted).
   Status Load(Ledger& ledger, Time now);
 
   // Ok, or kResourceExhausted naming the first budget the request would
@@ -47,6 +48,9 @@ class Budgets {
   // the request arrived (the ledger row's time), so that the spend agrees
   // with the ledger across midnight.
   void Record(std::string_view key_name, std::string_view feature, double cost_usd, Time time);
+  // The same from a ledger row (its key name, feature, cost and arrival
+  // time). A shadow row is not the caller's spend and is never recorded.
+  void Record(const LedgerRow& row);
 
   // For GET /v1/budgets:
   //   {"object":"budgets","data":[{"kind":"key"|"feature","name":...,

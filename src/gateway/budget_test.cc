@@ -147,6 +147,25 @@ TEST(BudgetsTest, ConcurrentRecordsAddUp) {
   EXPECT_EQ(b.SnapshotJson(now)["data"][0]["monthly"]["spent_usd"], 10000.0);
 }
 
+TEST(BudgetsTest, ARowsCostIsRecordedUnlessItIsAShadow) {
+  Budgets b({KeyBudget("ci", 10, 0), FeatureBudget("summarize", 10, 0)});
+  const int64_t now = kDec1Ms + 10 * kHour;
+  LedgerRow row = test::Row("x", now, "summarize");
+  row.api_key_name = "ci";
+  row.cost_usd = 2;
+  row.rollout = "r1";  // served by a canary: still the caller's spend
+  b.Record(row);
+  LedgerRow shadow = row;
+  shadow.request_id = "x-shadow";
+  shadow.shadow = true;
+  shadow.cost_usd = 9;
+  b.Record(shadow);
+  const auto snap = b.SnapshotJson(At(now));
+  ASSERT_EQ(snap["data"].size(), 2u);
+  EXPECT_EQ(snap["data"][0]["daily"]["spent_usd"], 2.0);  // key ci
+  EXPECT_EQ(snap["data"][1]["daily"]["spent_usd"], 2.0);  // feature summarize
+}
+
 TEST(BudgetsTest, LoadStartsFromTheLedgersSpend) {
   std::string tmpl = (std::filesystem::temp_directory_path() / "brisk-budget-XXXXXX").string();
   ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
@@ -167,7 +186,17 @@ TEST(BudgetsTest, LoadStartsFromTheLedgersSpend) {
     add("c", UtcDayStartMs(now) - 1, "ci", "summarize", 4.0);  // yesterday
     add("d", kDec1Ms, "other", "summarize", 8.0);              // this month
     add("e", kDec1Ms - 1, "ci", "summarize", 16.0);            // last month
-    ASSERT_EQ(test::AppendAll(**ledger, rows), 5);
+    // Shadow copies of each (a rollout's candidate): the operator's cost,
+    // never the callers' spend.
+    for (size_t i = 0; i < 5; ++i) {
+      LedgerRow s = rows[i];
+      s.request_id += "-shadow";
+      s.shadow = true;
+      s.rollout = "r1";
+      s.cost_usd = 100 * s.cost_usd + 0.5;
+      rows.push_back(s);
+    }
+    ASSERT_EQ(test::AppendAll(**ledger, rows), 10);
 
     Budgets b({KeyBudget("ci", 100, 1000), FeatureBudget("summarize", 100, 1000),
                FeatureBudget("unused", 1, 1)});

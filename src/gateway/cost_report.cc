@@ -10,7 +10,7 @@
 namespace brisk::gateway {
 namespace {
 
-constexpr std::string_view kParams = "group_by, from, to, by_day";
+constexpr std::string_view kParams = "group_by, from, to, by_day, shadow";
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -67,6 +67,7 @@ const char* GroupByName(GroupBy g) {
     case GroupBy::kFeature: return "feature";
     case GroupBy::kTier: return "tier";
     case GroupBy::kTenant: return "tenant";
+    case GroupBy::kRollout: return "rollout";
   }
   return "feature";
 }
@@ -75,7 +76,24 @@ Expected<GroupBy> ParseGroupBy(std::string_view name) {
   if (name == "feature") return GroupBy::kFeature;
   if (name == "tier") return GroupBy::kTier;
   if (name == "tenant") return GroupBy::kTenant;
-  return InvalidArgument("group_by '{}': expected feature, tier or tenant", name);
+  if (name == "rollout") return GroupBy::kRollout;
+  return InvalidArgument("group_by '{}': expected feature, tier, tenant or rollout", name);
+}
+
+const char* ShadowFilterName(ShadowFilter f) {
+  switch (f) {
+    case ShadowFilter::kExclude: return "exclude";
+    case ShadowFilter::kInclude: return "include";
+    case ShadowFilter::kOnly: return "only";
+  }
+  return "exclude";
+}
+
+Expected<ShadowFilter> ParseShadowFilter(std::string_view name) {
+  if (name == "exclude") return ShadowFilter::kExclude;
+  if (name == "include") return ShadowFilter::kInclude;
+  if (name == "only") return ShadowFilter::kOnly;
+  return InvalidArgument("shadow '{}': expected exclude, include or only", name);
 }
 
 Expected<int64_t> ParseReportTime(std::string_view text, bool is_end) {
@@ -88,7 +106,8 @@ Expected<int64_t> ParseReportTime(std::string_view text, bool is_end) {
 
 Expected<CostQuery> ParseCostQuery(std::string_view query_string) {
   CostQuery q;
-  bool seen_group_by = false, seen_from = false, seen_to = false, seen_by_day = false;
+  bool seen_group_by = false, seen_from = false, seen_to = false, seen_by_day = false,
+       seen_shadow = false;
   size_t pos = 0;
   while (pos <= query_string.size()) {
     size_t amp = query_string.find('&', pos);
@@ -125,6 +144,9 @@ Expected<CostQuery> ParseCostQuery(std::string_view query_string) {
       } else {
         return InvalidArgument("by_day '{}': expected 1, 0, true or false", value);
       }
+    } else if (name == "shadow") {
+      RETURN_IF_ERROR(once(&seen_shadow));
+      ASSIGN_OR_RETURN(q.shadow, ParseShadowFilter(value));
     } else {
       return InvalidArgument("unknown parameter '{}' (expected {})", name, kParams);
     }
@@ -143,6 +165,7 @@ nlohmann::ordered_json CostReportJson(const CostQuery& q, const std::vector<Cost
   j["by_day"] = q.by_day;
   j["from"] = TimeOrNull(q.from_unix_ms, q.from_unix_ms > 0);  // 0: from the beginning
   j["to"] = TimeOrNull(q.to_unix_ms, q.to_unix_ms != INT64_MAX);
+  j["shadow"] = ShadowFilterName(q.shadow);
   nlohmann::ordered_json data = nlohmann::ordered_json::array();
   for (const CostGroup& g : groups) {
     nlohmann::ordered_json row;
@@ -201,10 +224,13 @@ std::string CostReportTable(const CostQuery& q, const std::vector<CostGroup>& gr
     return s + "\n";
   };
 
+  const char* shadow = q.shadow == ShadowFilter::kInclude ? ", shadow requests included"
+                       : q.shadow == ShadowFilter::kOnly  ? ", shadow requests only"
+                                                          : "";
   std::string out = fmt::format(
-      "cost by {}{}, {} to {} (UTC)\n", key_name, q.by_day ? " and day" : "",
+      "cost by {}{}, {} to {} (UTC){}\n", key_name, q.by_day ? " and day" : "",
       q.from_unix_ms > 0 ? FormatRfc3339Ms(q.from_unix_ms) : std::string("the beginning"),
-      q.to_unix_ms != INT64_MAX ? FormatRfc3339Ms(q.to_unix_ms) : std::string("now"));
+      q.to_unix_ms != INT64_MAX ? FormatRfc3339Ms(q.to_unix_ms) : std::string("now"), shadow);
   out += line(rows.front());
   if (groups.empty()) out += "(no requests in this range)\n";
   for (size_t i = 1; i + 1 < rows.size(); ++i) out += line(rows[i]);

@@ -12,9 +12,13 @@
 
 namespace brisk::gateway {
 
-// "feature" | "tier" | "tenant".
+// "feature" | "tier" | "tenant" | "rollout".
 const char* GroupByName(GroupBy g);
 Expected<GroupBy> ParseGroupBy(std::string_view name);
+
+// "exclude" | "include" | "only".
+const char* ShadowFilterName(ShadowFilter f);
+Expected<ShadowFilter> ParseShadowFilter(std::string_view name);
 
 // A report bound as users write it (utc_time.h ParseTimeMs): a date, an RFC
 // 3339 time or unix seconds. A bare date as the end (`is_end`) means the end
@@ -22,17 +26,19 @@ Expected<GroupBy> ParseGroupBy(std::string_view name);
 Expected<int64_t> ParseReportTime(std::string_view text, bool is_end);
 
 // The URL query string of GET /v1/cost (without the '?'):
-//   group_by=feature|tier|tenant   (default feature)
+//   group_by=feature|tier|tenant|rollout  (default feature)
 //   from=<time>                    (inclusive; default: the beginning)
 //   to=<time>                      (exclusive; default: no end)
 //   by_day=1|0|true|false          (default 0)
+//   shadow=exclude|include|only    (default exclude: the callers' bill; shadow
+//                                   rows are what rollouts cost the operator)
 // %XX escapes are decoded ('+' stays '+', so "+02:00" offsets survive
 // unescaped). An unknown parameter, a repeated one, a bad value or from >= to
 // is kInvalidArgument with a message naming the parameter.
 Expected<CostQuery> ParseCostQuery(std::string_view query_string);
 
 // {"object":"cost_report","group_by":"feature","by_day":true,
-//  "from":"2026-12-01T00:00:00Z" | null, "to":... | null,
+//  "from":"2026-12-01T00:00:00Z" | null, "to":... | null, "shadow":"exclude",
 //  "data":[{"key":...,"day":"2026-12-01" | null,"requests":...,"prompt_tokens":...,
 //           "cached_tokens":...,"completion_tokens":...,"cost_usd":...,"escalations":...}],
 //  "total":{"requests":...,"prompt_tokens":...,...}}

@@ -17,6 +17,19 @@ TEST(CostQueryTest, Defaults) {
   EXPECT_EQ(q->from_unix_ms, 0);
   EXPECT_EQ(q->to_unix_ms, INT64_MAX);
   EXPECT_FALSE(q->by_day);
+  EXPECT_EQ(q->shadow, ShadowFilter::kExclude);  // the callers' bill
+}
+
+TEST(CostQueryTest, ShadowAndRollout) {
+  for (auto [text, want] : {std::pair{"exclude", ShadowFilter::kExclude},
+                            {"include", ShadowFilter::kInclude},
+                            {"only", ShadowFilter::kOnly}}) {
+    auto q = ParseCostQuery(std::string("group_by=rollout&shadow=") + text);
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    EXPECT_EQ(q->shadow, want);
+    EXPECT_EQ(q->group_by, GroupBy::kRollout);
+    EXPECT_STREQ(ShadowFilterName(want), text);
+  }
 }
 
 TEST(CostQueryTest, ParsesEveryParameter) {
@@ -51,14 +64,17 @@ TEST(CostQueryTest, ParsesEveryParameter) {
 
 TEST(CostQueryTest, BadInputIsAClearInvalidArgument) {
   const std::pair<const char*, const char*> cases[] = {
-      {"group_by=model", "group_by 'model': expected feature, tier or tenant"},
-      {"group_by=", "group_by '': expected feature, tier or tenant"},
+      {"group_by=model", "group_by 'model': expected feature, tier, tenant or rollout"},
+      {"group_by=", "group_by '': expected feature, tier, tenant or rollout"},
       {"from=yesterday",
        "from: 'yesterday' is not a time: use a UTC date (2026-12-01), an RFC 3339 time "
        "(2026-12-01T10:00:00Z) or unix seconds"},
       {"to=2026-02-30", "to: '2026-02-30' is not a valid date"},
       {"by_day=yes", "by_day 'yes': expected 1, 0, true or false"},
-      {"limit=10", "unknown parameter 'limit' (expected group_by, from, to, by_day)"},
+      {"limit=10", "unknown parameter 'limit' (expected group_by, from, to, by_day, shadow)"},
+      {"shadow=yes", "shadow 'yes': expected exclude, include or only"},
+      {"shadow=", "shadow '': expected exclude, include or only"},
+      {"shadow=only&shadow=include", "parameter 'shadow' given twice"},
       {"group_by=tier&group_by=feature", "parameter 'group_by' given twice"},
       {"from=2026-12-03&to=2026-12-01",
        "from (2026-12-03T00:00:00Z) must be before to (2026-12-02T00:00:00Z)"},
@@ -105,6 +121,7 @@ TEST(CostReportTest, JsonShape) {
   EXPECT_EQ(j["by_day"], true);
   EXPECT_EQ(j["from"], "2026-12-01T00:00:00Z");
   EXPECT_TRUE(j["to"].is_null());
+  EXPECT_EQ(j["shadow"], "exclude");
   ASSERT_EQ(j["data"].size(), 3u);
   EXPECT_EQ(j["data"][0].dump(),
             R"({"key":"summarize","day":"2026-12-01","requests":120,"prompt_tokens":45000,)"
@@ -118,7 +135,8 @@ TEST(CostReportTest, JsonShape) {
   by_tier.to_unix_ms = kDec1Ms + 1500;
   const nlohmann::ordered_json t = CostReportJson(by_tier, {});
   EXPECT_EQ(t.dump(), R"({"object":"cost_report","group_by":"tier","by_day":false,"from":null,)"
-                      R"("to":"2026-12-01T00:00:01.500Z","data":[],"total":{"requests":0,)"
+                      R"("to":"2026-12-01T00:00:01.500Z","shadow":"exclude","data":[],)"
+                      R"("total":{"requests":0,)"
                       R"("prompt_tokens":0,"cached_tokens":0,"completion_tokens":0,"cost_usd":0.0,)"
                       R"("escalations":0}})");
   // A group without a day (not by day) has "day": null.
@@ -162,10 +180,16 @@ TEST(CostReportTest, TableWithoutDaysAndEmpty) {
       "total         5              0              0                  0    0.5000            0\n");
   const std::string empty = CostReportTable(q, {});
   EXPECT_NE(empty.find("(no requests in this range)\n"), std::string::npos) << empty;
+  // The title says when shadow requests are in the sums.
+  q.shadow = ShadowFilter::kOnly;
+  EXPECT_EQ(CostReportTable(q, {}).substr(0, 63),
+            "cost by tier, the beginning to now (UTC), shadow requests only\n");
+  q.shadow = ShadowFilter::kInclude;
+  EXPECT_NE(CostReportTable(q, {}).find("(UTC), shadow requests included\n"), std::string::npos);
 }
 
 TEST(CostReportTest, GroupByNames) {
-  for (GroupBy g : {GroupBy::kFeature, GroupBy::kTier, GroupBy::kTenant}) {
+  for (GroupBy g : {GroupBy::kFeature, GroupBy::kTier, GroupBy::kTenant, GroupBy::kRollout}) {
     auto back = ParseGroupBy(GroupByName(g));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, g);

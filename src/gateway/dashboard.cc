@@ -31,6 +31,9 @@ void DashboardStats::Trim(std::deque<Sample>& q, Clock::time_point now) {
 }
 
 void DashboardStats::Record(const LedgerRow& row, Clock::time_point now) {
+  // A shadow copy is no caller's request: counting it would double a tier's
+  // request rate (the baseline answered the caller).
+  if (row.shadow) return;
   Sample s;
   s.at = now;
   s.ttft_ms = row.ttft_ms >= 0 ? row.ttft_ms : -1;

@@ -94,6 +94,9 @@ TEST(DashboardStats, TpotFormulaAndWhichRowsCount) {
   none.Record(Row("t", 50, 60, 1), t0);                      // one token: no spacing
   none.Record(Row("t", 80, 500, 10, /*stream=*/false), t0);  // answered at once
   none.Record(Row("t", -1, 30, 0, true, "error"), t0);       // no token reached the client
+  LedgerRow shadow = Row("t", 5, 10, 3);
+  shadow.shadow = true;  // a rollout's copy of a request: no caller's, not counted
+  none.Record(shadow, t0);
   s = none.Snapshot({}, t0)["t"];
   EXPECT_EQ(s["requests"], 3);
   EXPECT_EQ(s["tpot_ms"]["count"], 0);

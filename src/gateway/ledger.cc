@@ -37,9 +37,9 @@ void CleanText(std::string* s) {
 }
 
 void CleanRow(LedgerRow* row) {
-  for (std::string* s :
-       {&row->request_id, &row->tenant, &row->api_key_name, &row->feature, &row->tier,
-        &row->upstream, &row->model, &row->endpoint, &row->outcome, &row->finish_reason}) {
+  for (std::string* s : {&row->request_id, &row->tenant, &row->api_key_name, &row->feature,
+                         &row->tier, &row->upstream, &row->model, &row->endpoint, &row->outcome,
+                         &row->finish_reason, &row->rollout}) {
     CleanText(s);
   }
   if (!std::isfinite(row->cost_usd)) row->cost_usd = 0;

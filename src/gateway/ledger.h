@@ -12,7 +12,8 @@
 // Stores: SQLite (the embedded default: "sqlite:///path/ledger.db" or a plain
 // path; WAL, synchronous=FULL) and PostgreSQL ("postgresql://..." or
 // "postgres://...", libpq). Both hold the same table, `brisk_ledger`, created
-// on open if missing.
+// on open if missing; a table of an older version gains the newer columns
+// (ALTER TABLE ... ADD COLUMN with their defaults) when opened read-write.
 #pragma once
 
 #include <climits>
@@ -48,6 +49,15 @@ struct LedgerRow {
   int32_t attempts = 1;       // upstream attempts (retries + escalations + 1); 0 if none
   int32_t escalations = 0;    // cascade steps to a larger tier
   std::string finish_reason;  // of the answer's first choice ("" when none)
+  // A shadow copy of a caller's request sent to a rollout's candidate (its
+  // request_id is the caller's + "-shadow"): it carries the caller's tenant, key and feature
+  // and the candidate's tokens and cost (what the shadow cost the operator),
+  // but the caller is never billed for it: rollups leave it out unless asked
+  // (CostQuery::shadow) and budgets never count it.
+  bool shadow = false;
+  // The rollout that sent this row's traffic ("" when none): set on shadow
+  // rows and on the caller's own rows served by a canary candidate.
+  std::string rollout;
 };
 
 // One group of a rollup: the key (a feature, tier or tenant; the day when
@@ -61,13 +71,18 @@ struct CostGroup {
   int64_t escalations = 0;
 };
 
-enum class GroupBy { kFeature, kTier, kTenant };
+enum class GroupBy { kFeature, kTier, kTenant, kRollout };
+
+// Which rows a rollup sums: callers' rows only (the bill), both, or only the
+// shadow rows (what shadow traffic cost the operator).
+enum class ShadowFilter { kExclude, kInclude, kOnly };
 
 struct CostQuery {
   GroupBy group_by = GroupBy::kFeature;
   int64_t from_unix_ms = 0;        // inclusive
   int64_t to_unix_ms = INT64_MAX;  // exclusive
   bool by_day = false;             // also group by UTC day
+  ShadowFilter shadow = ShadowFilter::kExclude;
 };
 
 // Counters of the writer thread since the ledger was opened.
@@ -102,7 +117,7 @@ class Ledger {
   // key (bytewise); rows without the key (e.g. no feature) group under "".
   virtual Expected<std::vector<CostGroup>> Query(const CostQuery& q) = 0;
   // Spend of rows with this key name (or feature, when `by_feature`), from
-  // `since_unix_ms` on; for budgets at start-up.
+  // `since_unix_ms` on, shadow rows never included; for budgets at start-up.
   virtual Expected<double> SpendSince(const std::string& name, bool by_feature,
                                       int64_t since_unix_ms) = 0;
   // Rows in the table, in total (tests and /metrics).

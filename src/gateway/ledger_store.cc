@@ -18,8 +18,21 @@ const char* KeyColumn(GroupBy g) {
     case GroupBy::kFeature: return "feature";
     case GroupBy::kTier: return "tier";
     case GroupBy::kTenant: return "tenant";
+    case GroupBy::kRollout: return "rollout";
   }
   return "feature";
+}
+
+// " AND <condition>" on the shadow column. `NOT shadow` reads the same on
+// SQLite (0/1 integers) and PostgreSQL (a boolean).
+std::string ShadowCondition(ShadowFilter f, bool has_column) {
+  if (!has_column) return f == ShadowFilter::kOnly ? " AND 1 = 0" : "";
+  switch (f) {
+    case ShadowFilter::kExclude: return " AND NOT shadow";
+    case ShadowFilter::kInclude: return "";
+    case ShadowFilter::kOnly: return " AND shadow";
+  }
+  return " AND NOT shadow";
 }
 
 }  // namespace
@@ -45,8 +58,9 @@ std::string InsertSql(int rows, char placeholder) {
   return sql;
 }
 
-std::string RollupSql(const CostQuery& q, char p) {
-  const char* key = KeyColumn(q.group_by);
+std::string RollupSql(const CostQuery& q, char p, bool has_shadow_columns) {
+  const char* key =
+      q.group_by == GroupBy::kRollout && !has_shadow_columns ? "''" : KeyColumn(q.group_by);
   // CASTs keep the result types the same on both stores (PostgreSQL sums
   // BIGINTs as NUMERIC).
   return fmt::format(
@@ -55,16 +69,19 @@ std::string RollupSql(const CostQuery& q, char p) {
       "CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT), "
       "CAST(COALESCE(SUM(cost_usd), 0) AS DOUBLE PRECISION), "
       "CAST(COALESCE(SUM(escalations), 0) AS BIGINT) "
-      "FROM brisk_ledger WHERE time_unix_ms >= {p}1 AND time_unix_ms < {p}2 GROUP BY 1{group_day}",
+      "FROM brisk_ledger WHERE time_unix_ms >= {p}1 AND time_unix_ms < {p}2{shadow} "
+      "GROUP BY 1{group_day}",
       fmt::arg("key", key), fmt::arg("day", q.by_day ? fmt::format("{}, ", kDayExpr) : ""),
-      fmt::arg("p", p), fmt::arg("group_day", q.by_day ? ", 2" : ""));
+      fmt::arg("p", p), fmt::arg("shadow", ShadowCondition(q.shadow, has_shadow_columns)),
+      fmt::arg("group_day", q.by_day ? ", 2" : ""));
 }
 
-std::string SpendSql(bool by_feature, char p) {
+std::string SpendSql(bool by_feature, char p, bool has_shadow_columns) {
   return fmt::format(
       "SELECT CAST(COALESCE(SUM(cost_usd), 0) AS DOUBLE PRECISION) FROM brisk_ledger "
-      "WHERE {} = {}1 AND time_unix_ms >= {}2",
-      by_feature ? "feature" : "api_key_name", p, p);
+      "WHERE {} = {}1 AND time_unix_ms >= {}2{}",
+      by_feature ? "feature" : "api_key_name", p, p,
+      ShadowCondition(ShadowFilter::kExclude, has_shadow_columns));
 }
 
 std::string DayString(int64_t days_since_epoch) {

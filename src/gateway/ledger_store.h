@@ -41,27 +41,34 @@ Expected<std::unique_ptr<LedgerStore>> OpenPostgresStore(const std::string& url,
 std::unique_ptr<Ledger> NewGroupCommitLedger(std::unique_ptr<LedgerStore> store);
 
 // The table both stores hold: the columns in LedgerRow order, so that the
-// stores bind parameters in the same order. `request_id` is UNIQUE.
+// stores bind parameters in the same order. `request_id` is UNIQUE. Columns
+// added after the first version (shadow, rollout) are at the end, have
+// defaults, and are added to an older table on open.
 inline constexpr const char* kLedgerColumns[] = {
-    "time_unix_ms",  "request_id",        "tenant",   "api_key_name", "feature",
-    "tier",          "upstream",          "model",    "endpoint",     "prompt_tokens",
-    "cached_tokens", "completion_tokens", "cost_usd", "status",       "outcome",
-    "stream",        "ttft_ms",           "total_ms", "attempts",     "escalations",
-    "finish_reason"};
+    "time_unix_ms",  "request_id",    "tenant",        "api_key_name",
+    "feature",       "tier",          "upstream",      "model",
+    "endpoint",      "prompt_tokens", "cached_tokens", "completion_tokens",
+    "cost_usd",      "status",        "outcome",       "stream",
+    "ttft_ms",       "total_ms",      "attempts",      "escalations",
+    "finish_reason", "shadow",        "rollout"};
 inline constexpr int kLedgerColumnCount = sizeof(kLedgerColumns) / sizeof(kLedgerColumns[0]);
 
-// "INSERT INTO brisk_ledger (cols) VALUES (<p1..p21>), ... ON CONFLICT
+// "INSERT INTO brisk_ledger (cols) VALUES (<p1..p23>), ... ON CONFLICT
 // (request_id) DO NOTHING" for `rows` rows; placeholders are "?N" (SQLite) or
 // "$N" (PostgreSQL), numbered from 1. Values are always bound, never pasted.
 std::string InsertSql(int rows, char placeholder);
 
 // The rollup: SELECT key[, day number], count, sums ... GROUP BY ... with the
-// time range bound as parameters 1 (from, inclusive) and 2 (to, exclusive).
-// Result columns: key, day (days since 1970-01-01 UTC; only when q.by_day),
-// requests, prompt, cached, completion, cost, escalations.
-std::string RollupSql(const CostQuery& q, char placeholder);
-// SELECT COALESCE(SUM(cost_usd), 0) ... WHERE <name column> = p1 AND time >= p2.
-std::string SpendSql(bool by_feature, char placeholder);
+// time range bound as parameters 1 (from, inclusive) and 2 (to, exclusive),
+// and q.shadow's condition on the shadow column. Result columns: key, day
+// (days since 1970-01-01 UTC; only when q.by_day), requests, prompt, cached,
+// completion, cost, escalations. `has_shadow_columns` false: a table of an
+// older version opened read-only, where every row is a caller's and no row
+// has a rollout (GroupBy::kRollout groups everything under "").
+std::string RollupSql(const CostQuery& q, char placeholder, bool has_shadow_columns = true);
+// SELECT COALESCE(SUM(cost_usd), 0) ... WHERE <name column> = p1 AND time >= p2,
+// shadow rows left out.
+std::string SpendSql(bool by_feature, char placeholder, bool has_shadow_columns = true);
 
 // "YYYY-MM-DD" of a day number (days since 1970-01-01).
 std::string DayString(int64_t days_since_epoch);

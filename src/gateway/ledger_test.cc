@@ -70,6 +70,12 @@ TEST_F(SqliteLedgerTest, SpendSince) {
   test::CheckSpendSince(*ledger);
 }
 
+TEST_F(SqliteLedgerTest, ShadowRowsAreApartFromTheBill) {
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  test::CheckShadowRows(*ledger);
+}
+
 TEST_F(SqliteLedgerTest, CallbacksFireAfterTheRowIsReadable) {
   auto ledger = Open();
   ASSERT_TRUE(ledger);
@@ -141,7 +147,8 @@ TEST_F(SqliteLedgerTest, TableHasOneColumnPerFieldAndWal) {
                                "SELECT request_id, tenant, api_key_name, feature, tier, upstream, "
                                "model, endpoint, prompt_tokens, cached_tokens, completion_tokens, "
                                "cost_usd, status, outcome, stream, ttft_ms, total_ms, attempts, "
-                               "escalations, finish_reason, time_unix_ms FROM brisk_ledger",
+                               "escalations, finish_reason, time_unix_ms, shadow, rollout "
+                               "FROM brisk_ledger",
                                -1, &stmt, nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
@@ -170,6 +177,83 @@ TEST_F(SqliteLedgerTest, TableHasOneColumnPerFieldAndWal) {
   EXPECT_EQ(sqlite3_column_int(stmt, 18), want.escalations);
   EXPECT_EQ(text(19), want.finish_reason);
   EXPECT_EQ(sqlite3_column_int64(stmt, 20), want.time_unix_ms);
+  EXPECT_EQ(sqlite3_column_int(stmt, 21), 0);
+  EXPECT_EQ(text(22), "");
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+// A ledger file written by a gateway from before rollouts (the table of that
+// version, verbatim): read-only it reads as callers' rows outside any
+// rollout; read-write it gains the shadow and rollout columns, keeping its rows.
+TEST_F(SqliteLedgerTest, AnOlderTableIsUpgradedOnOpen) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, R"sql(
+CREATE TABLE brisk_ledger (
+  id INTEGER PRIMARY KEY, time_unix_ms INTEGER NOT NULL, request_id TEXT NOT NULL UNIQUE,
+  tenant TEXT NOT NULL, api_key_name TEXT NOT NULL, feature TEXT NOT NULL, tier TEXT NOT NULL,
+  upstream TEXT NOT NULL, model TEXT NOT NULL, endpoint TEXT NOT NULL,
+  prompt_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL, status INTEGER NOT NULL,
+  outcome TEXT NOT NULL, stream INTEGER NOT NULL, ttft_ms REAL NOT NULL, total_ms REAL NOT NULL,
+  attempts INTEGER NOT NULL, escalations INTEGER NOT NULL, finish_reason TEXT NOT NULL);
+CREATE INDEX brisk_ledger_time ON brisk_ledger (time_unix_ms);
+INSERT INTO brisk_ledger VALUES (1, 1796083200000, 'old-1', 'acme', 'acme-key', 'chat', 'small',
+  'u', 'm', 'chat.completions', 100, 20, 50, 0.25, 200, 'completed', 1, 12.5, 240.25, 1, 0,
+  'stop');)sql",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto query = [](Ledger& ledger, ShadowFilter f, GroupBy g = GroupBy::kFeature) {
+    CostQuery q;
+    q.shadow = f;
+    q.group_by = g;
+    auto got = ledger.Query(q);
+    EXPECT_TRUE(got.ok()) << got.status().ToString();
+    return got.ok() ? *got : std::vector<CostGroup>{};
+  };
+  {
+    auto ro = Open(LedgerMode::kReadOnly);
+    ASSERT_TRUE(ro);
+    auto bill = query(*ro, ShadowFilter::kExclude);
+    ASSERT_EQ(bill.size(), 1u);
+    EXPECT_EQ(bill[0].cost_usd, 0.25);
+    EXPECT_TRUE(query(*ro, ShadowFilter::kOnly).empty());
+    auto by_rollout = query(*ro, ShadowFilter::kInclude, GroupBy::kRollout);
+    ASSERT_EQ(by_rollout.size(), 1u);
+    EXPECT_EQ(by_rollout[0].key, "");
+    EXPECT_EQ(*ro->SpendSince("acme-key", false, 0), 0.25);
+  }
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  LedgerRow shadow = Row("old-1-shadow", kDec1Ms + 1, "chat", "large");
+  shadow.shadow = true;
+  shadow.rollout = "r1";
+  EXPECT_EQ(test::AppendAll(*ledger, {shadow}), 1);
+  EXPECT_EQ(*ledger->CountRows(), 2);
+  auto bill = query(*ledger, ShadowFilter::kExclude);
+  ASSERT_EQ(bill.size(), 1u);
+  EXPECT_EQ(bill[0].requests, 1);
+  EXPECT_EQ(bill[0].cost_usd, 0.25);
+  auto only = query(*ledger, ShadowFilter::kOnly, GroupBy::kRollout);
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_EQ(only[0].key, "r1");
+  EXPECT_NEAR(only[0].cost_usd, shadow.cost_usd, 1e-12);
+  EXPECT_EQ(*ledger->SpendSince("acme-key", false, 0), 0.25);
+  ledger.reset();
+  // Opening again finds nothing to add.
+  ASSERT_TRUE(Open());
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT shadow, rollout FROM brisk_ledger WHERE request_id = "
+                               "'old-1'",
+                               -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 0);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)), "");
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }

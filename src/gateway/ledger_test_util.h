@@ -90,9 +90,12 @@ inline std::vector<CostGroup> ExpectedRollup(const std::vector<LedgerRow>& rows,
   std::map<std::pair<std::string, std::string>, CostGroup> m;  // (day, key)
   for (const LedgerRow& r : rows) {
     if (r.time_unix_ms < q.from_unix_ms || r.time_unix_ms >= q.to_unix_ms) continue;
-    const std::string& key = q.group_by == GroupBy::kFeature ? r.feature
-                             : q.group_by == GroupBy::kTier  ? r.tier
-                                                             : r.tenant;
+    if (q.shadow == ShadowFilter::kExclude && r.shadow) continue;
+    if (q.shadow == ShadowFilter::kOnly && !r.shadow) continue;
+    const std::string& key = q.group_by == GroupBy::kFeature  ? r.feature
+                             : q.group_by == GroupBy::kTier   ? r.tier
+                             : q.group_by == GroupBy::kTenant ? r.tenant
+                                                              : r.rollout;
     const std::string day = q.by_day ? FormatUtcDate(r.time_unix_ms) : "";
     CostGroup& g = m[{day, key}];
     g.key = key;
@@ -254,6 +257,76 @@ inline void CheckSpendSince(Ledger& ledger) {
   auto injected = ledger.SpendSince("x' OR '1'='1", false, 0);
   ASSERT_TRUE(injected.ok());
   EXPECT_EQ(*injected, 0);
+}
+
+// Callers' rows, some served by rollout r1's canary, and a shadow copy of
+// every third of them on the candidate tier "large" (callers' tenant, key and
+// feature; the candidate's tokens and cost).
+inline std::vector<LedgerRow> RowsWithShadows(int n, uint32_t seed, int64_t start_ms, int days) {
+  std::vector<LedgerRow> rows = MixedRows(n, seed, start_ms, days);
+  std::vector<LedgerRow> shadows;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i % 5 == 1) rows[i].rollout = "r1";  // the canary answered the caller
+    if (i % 3 != 0) continue;
+    LedgerRow s = rows[i];
+    s.request_id += "-shadow";
+    s.shadow = true;
+    s.rollout = i % 2 ? "r1" : "r2";
+    s.tier = "large";
+    s.tokens.output += 7;
+    s.cost_usd = CostUsd(TierPrices(s.tier), s.tokens);
+    s.time_unix_ms += 3;
+    shadows.push_back(std::move(s));
+  }
+  rows.insert(rows.end(), shadows.begin(), shadows.end());
+  return rows;
+}
+
+// Shadow rows are apart from the callers' bill: rollups leave them out by
+// default, include them or show them alone when asked, for every grouping
+// (rollout included); SpendSince never counts them.
+inline void CheckShadowRows(Ledger& ledger) {
+  const std::vector<LedgerRow> rows = RowsWithShadows(300, 5, kDec1Ms - kMsPerDay, 3);
+  ASSERT_EQ(AppendAll(ledger, rows), static_cast<int>(rows.size()));
+  int shadows = 0;
+  for (const LedgerRow& r : rows) shadows += r.shadow;
+  ASSERT_EQ(shadows, 100);
+  for (ShadowFilter f : {ShadowFilter::kExclude, ShadowFilter::kInclude, ShadowFilter::kOnly}) {
+    for (GroupBy g : {GroupBy::kFeature, GroupBy::kTier, GroupBy::kTenant, GroupBy::kRollout}) {
+      for (bool by_day : {false, true}) {
+        CostQuery q;
+        q.group_by = g;
+        q.by_day = by_day;
+        q.shadow = f;
+        SCOPED_TRACE(::testing::Message() << "shadow " << static_cast<int>(f) << " group_by "
+                                          << static_cast<int>(g) << " by_day " << by_day);
+        auto got = ledger.Query(q);
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        ExpectSameGroups(*got, ExpectedRollup(rows, q));
+      }
+    }
+  }
+  // By rollout, shadows only: r1 and r2 (no "" group: every shadow has one).
+  CostQuery by_rollout;
+  by_rollout.group_by = GroupBy::kRollout;
+  by_rollout.shadow = ShadowFilter::kOnly;
+  auto got = ledger.Query(by_rollout);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].key, "r1");
+  EXPECT_EQ((*got)[1].key, "r2");
+  EXPECT_EQ((*got)[0].requests + (*got)[1].requests, 100);
+  // Budgets' spend: the callers' rows only.
+  for (bool by_feature : {false, true}) {
+    const std::string name = by_feature ? "summarize" : "acme-key";
+    double want = 0;
+    for (const LedgerRow& r : rows) {
+      if (!r.shadow && (by_feature ? r.feature : r.api_key_name) == name) want += r.cost_usd;
+    }
+    auto spent = ledger.SpendSince(name, by_feature, 0);
+    ASSERT_TRUE(spent.ok()) << spent.status().ToString();
+    EXPECT_NEAR(*spent, want, 1e-9) << name;
+  }
 }
 
 // Every callback fires after its row is readable (through `reader`, another

@@ -9,6 +9,8 @@
 #include <charconv>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <utility>
 
 #include "gateway/ledger_store.h"
 #include "util/log.h"
@@ -16,7 +18,7 @@
 namespace brisk::gateway {
 namespace {
 
-// Rows per INSERT statement: 256 x 21 parameters, well under the protocol's
+// Rows per INSERT statement: 256 x 23 parameters, well under the protocol's
 // 65535. Full chunks use a statement prepared once per connection.
 constexpr int kRowsPerStatement = 256;
 constexpr const char* kInsertStatementName = "brisk_ledger_insert";
@@ -47,10 +49,23 @@ CREATE TABLE IF NOT EXISTS brisk_ledger (
   total_ms DOUBLE PRECISION NOT NULL,
   attempts INTEGER NOT NULL,
   escalations INTEGER NOT NULL,
-  finish_reason TEXT NOT NULL
+  finish_reason TEXT NOT NULL,
+  shadow BOOLEAN NOT NULL DEFAULT false,
+  rollout TEXT NOT NULL DEFAULT ''
 ))sql";
 constexpr const char* kCreateIndex =
     "CREATE INDEX IF NOT EXISTS brisk_ledger_time ON brisk_ledger (time_unix_ms)";
+// Columns added after the first version, with their definitions: a table an
+// older gateway created gains them on open (its rows then read as callers'
+// rows outside any rollout). Only missing ones are added: ALTER TABLE takes
+// an exclusive lock that would stall the other gateways' writers.
+constexpr std::pair<const char*, const char*> kAddedColumns[] = {
+    {"shadow", "BOOLEAN NOT NULL DEFAULT false"},
+    {"rollout", "TEXT NOT NULL DEFAULT ''"},
+};
+constexpr const char* kColumnsSql =
+    "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass('brisk_ledger') AND "
+    "attnum > 0 AND NOT attisdropped";
 
 struct ResultDeleter {
   void operator()(PGresult* r) const { PQclear(r); }
@@ -191,6 +206,8 @@ void AppendParams(const LedgerRow& r, std::vector<std::string>* v) {
   num(r.attempts);
   num(r.escalations);
   v->push_back(r.finish_reason);
+  v->push_back(r.shadow ? "true" : "false");
+  v->push_back(r.rollout);
 }
 
 int64_t Int64At(PGresult* r, int row, int col) {
@@ -220,15 +237,16 @@ class PostgresStore final : public LedgerStore {
         return NotFound("PostgreSQL ledger '{}' has no brisk_ledger table (the gateway creates it)",
                         RedactLedgerUrl(reader_.url()));
       }
+      // An older table is read as it is (brisk cost writes nothing).
+      ASSIGN_OR_RETURN(const std::set<std::string> columns, Columns(reader_));
+      has_shadow_columns_ = columns.count("shadow") && columns.count("rollout");
       return Status::Ok();
     }
     RETURN_IF_ERROR(writer_.Connect());
-    for (const char* sql : {"BEGIN", kSchemaLock, kCreateTable, kCreateIndex, "COMMIT"}) {
-      auto r = writer_.Exec(sql);
-      if (!r.ok()) {
-        writer_.Rollback();
-        return r.status().WithContext("creating the brisk_ledger table");
-      }
+    Status st = CreateOrUpgradeTable();
+    if (!st.ok()) {
+      writer_.Rollback();
+      return st.WithContext("creating or upgrading the brisk_ledger table");
     }
     return Status::Ok();
   }
@@ -251,7 +269,7 @@ class PostgresStore final : public LedgerStore {
     const std::string from = std::to_string(q.from_unix_ms);
     const std::string to = std::to_string(q.to_unix_ms);
     const char* params[] = {from.c_str(), to.c_str()};
-    const std::string sql = RollupSql(q, '$');
+    const std::string sql = RollupSql(q, '$', has_shadow_columns_);
     std::lock_guard lock(read_mu_);
     ASSIGN_OR_RETURN(Result r, Read(sql.c_str(), 2, params));
     std::vector<CostGroup> groups;
@@ -278,7 +296,7 @@ class PostgresStore final : public LedgerStore {
                               int64_t since_unix_ms) override {
     const std::string since = std::to_string(since_unix_ms);
     const char* params[] = {name.c_str(), since.c_str()};
-    const std::string sql = SpendSql(by_feature, '$');
+    const std::string sql = SpendSql(by_feature, '$', has_shadow_columns_);
     std::lock_guard lock(read_mu_);
     ASSIGN_OR_RETURN(Result r, Read(sql.c_str(), 2, params));
     return DoubleAt(r.get(), 0, 0);
@@ -293,6 +311,29 @@ class PostgresStore final : public LedgerStore {
   const char* kind() const override { return "postgresql"; }
 
  private:
+  static Expected<std::set<std::string>> Columns(PgConnection& conn) {
+    ASSIGN_OR_RETURN(Result r, conn.Exec(kColumnsSql));
+    std::set<std::string> columns;
+    for (int i = 0; i < PQntuples(r.get()); ++i) columns.insert(PQgetvalue(r.get(), i, 0));
+    return columns;
+  }
+
+  // Under the advisory lock, so that gateways starting together neither
+  // create the table twice nor add a column twice.
+  Status CreateOrUpgradeTable() {
+    for (const char* sql : {"BEGIN", kSchemaLock, kCreateTable, kCreateIndex}) {
+      RETURN_IF_ERROR(writer_.Exec(sql).status());
+    }
+    ASSIGN_OR_RETURN(const std::set<std::string> columns, Columns(writer_));
+    for (const auto& [name, definition] : kAddedColumns) {
+      if (columns.count(name)) continue;
+      const std::string sql =
+          fmt::format("ALTER TABLE brisk_ledger ADD COLUMN {} {}", name, definition);
+      RETURN_IF_ERROR(writer_.Exec(sql.c_str()).status());
+    }
+    return writer_.Exec("COMMIT").status();
+  }
+
   Status TryInsert(std::span<const LedgerRow> rows) {
     if (!writer_.ok()) RETURN_IF_ERROR(writer_.Connect());
     Status st = InsertInTransaction(rows);
@@ -340,6 +381,7 @@ class PostgresStore final : public LedgerStore {
   std::mutex read_mu_;
   PgConnection writer_;
   PgConnection reader_;
+  bool has_shadow_columns_ = true;  // false: an older table opened read-only
 };
 
 }  // namespace

@@ -175,6 +175,85 @@ TEST_F(PostgresLedgerTest, SpendSince) {
   test::CheckSpendSince(*ledger);
 }
 
+TEST_F(PostgresLedgerTest, ShadowRowsAreApartFromTheBill) {
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  test::CheckShadowRows(*ledger);
+}
+
+// A ledger table created by a gateway from before rollouts (that version's
+// DDL, verbatim): read-only it reads as callers' rows outside any rollout;
+// read-write it gains the shadow and rollout columns, keeping its rows.
+TEST_F(PostgresLedgerTest, AnOlderTableIsUpgradedOnOpen) {
+  ASSERT_EQ(Sql(url_, R"sql(
+CREATE TABLE brisk_ledger (
+  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, time_unix_ms BIGINT NOT NULL,
+  request_id TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL, api_key_name TEXT NOT NULL,
+  feature TEXT NOT NULL, tier TEXT NOT NULL, upstream TEXT NOT NULL, model TEXT NOT NULL,
+  endpoint TEXT NOT NULL, prompt_tokens BIGINT NOT NULL, cached_tokens BIGINT NOT NULL,
+  completion_tokens BIGINT NOT NULL, cost_usd DOUBLE PRECISION NOT NULL,
+  status INTEGER NOT NULL, outcome TEXT NOT NULL, stream BOOLEAN NOT NULL,
+  ttft_ms DOUBLE PRECISION NOT NULL, total_ms DOUBLE PRECISION NOT NULL,
+  attempts INTEGER NOT NULL, escalations INTEGER NOT NULL, finish_reason TEXT NOT NULL);
+CREATE INDEX brisk_ledger_time ON brisk_ledger (time_unix_ms);
+INSERT INTO brisk_ledger (time_unix_ms, request_id, tenant, api_key_name, feature, tier,
+  upstream, model, endpoint, prompt_tokens, cached_tokens, completion_tokens, cost_usd, status,
+  outcome, stream, ttft_ms, total_ms, attempts, escalations, finish_reason)
+VALUES (1796083200000, 'old-1', 'acme', 'acme-key', 'chat', 'small', 'u', 'm',
+  'chat.completions', 100, 20, 50, 0.25, 200, 'completed', true, 12.5, 240.25, 1, 0, 'stop'))sql"),
+            "");
+  auto query = [](Ledger& ledger, ShadowFilter f, GroupBy g = GroupBy::kFeature) {
+    CostQuery q;
+    q.shadow = f;
+    q.group_by = g;
+    auto got = ledger.Query(q);
+    EXPECT_TRUE(got.ok()) << got.status().ToString();
+    return got.ok() ? *got : std::vector<CostGroup>{};
+  };
+  {
+    auto ro = Open(LedgerMode::kReadOnly);
+    ASSERT_TRUE(ro);
+    auto bill = query(*ro, ShadowFilter::kExclude);
+    ASSERT_EQ(bill.size(), 1u);
+    EXPECT_EQ(bill[0].cost_usd, 0.25);
+    EXPECT_TRUE(query(*ro, ShadowFilter::kOnly).empty());
+    auto by_rollout = query(*ro, ShadowFilter::kInclude, GroupBy::kRollout);
+    ASSERT_EQ(by_rollout.size(), 1u);
+    EXPECT_EQ(by_rollout[0].key, "");
+    EXPECT_EQ(*ro->SpendSince("acme-key", false, 0), 0.25);
+  }
+  EXPECT_EQ(Sql(url_,
+                "SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                "'brisk_ledger'"),
+            std::to_string(kLedgerColumnCount - 1));  // read-only added nothing
+  auto ledger = Open();
+  ASSERT_TRUE(ledger);
+  EXPECT_EQ(Sql(url_,
+                "SELECT string_agg(column_name || ' ' || data_type || ' ' || is_nullable || ' ' "
+                "|| column_default, ', ' ORDER BY column_name) FROM information_schema.columns "
+                "WHERE table_name = 'brisk_ledger' AND column_name IN ('shadow', 'rollout')"),
+            "rollout text NO ''::text, shadow boolean NO false");
+  EXPECT_EQ(Sql(url_,
+                "SELECT shadow || '|' || rollout FROM brisk_ledger WHERE request_id = "
+                "'old-1'"),
+            "false|");
+  LedgerRow shadow = Row("old-1-shadow", kDec1Ms + 1, "chat", "large");
+  shadow.shadow = true;
+  shadow.rollout = "r1";
+  EXPECT_EQ(test::AppendAll(*ledger, {shadow}), 1);
+  auto bill = query(*ledger, ShadowFilter::kExclude);
+  ASSERT_EQ(bill.size(), 1u);
+  EXPECT_EQ(bill[0].requests, 1);
+  auto only = query(*ledger, ShadowFilter::kOnly, GroupBy::kRollout);
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_EQ(only[0].key, "r1");
+  EXPECT_NEAR(only[0].cost_usd, shadow.cost_usd, 1e-12);
+  EXPECT_EQ(*ledger->SpendSince("acme-key", false, 0), 0.25);
+  ledger.reset();
+  ASSERT_TRUE(Open());  // a second open finds nothing to add
+  EXPECT_EQ(*Open(LedgerMode::kReadOnly)->CountRows(), 2);
+}
+
 TEST_F(PostgresLedgerTest, CallbacksFireAfterTheRowIsReadable) {
   auto ledger = Open();
   ASSERT_TRUE(ledger);
@@ -216,10 +295,10 @@ TEST_F(PostgresLedgerTest, ReopeningSeesTheRowsAndClosingCommitsTheQueue) {
   EXPECT_EQ(Sql(url_,
                 "SELECT concat_ws('|', tenant, api_key_name, feature, tier, upstream, "
                 "model, endpoint, prompt_tokens, cached_tokens, completion_tokens, status, "
-                "outcome, stream, ttft_ms, total_ms, attempts, escalations, finish_reason) "
-                "FROM brisk_ledger WHERE request_id = 'r5'"),
+                "outcome, stream, ttft_ms, total_ms, attempts, escalations, finish_reason, "
+                "shadow, rollout) FROM brisk_ledger WHERE request_id = 'r5'"),
             "acme|acme-key|chat|small|127.0.0.1:9001|SmolLM2-135M-Instruct.Q4_1|chat.completions|"
-            "100|20|50|200|completed|t|12.5|240.25|1|0|stop");
+            "100|20|50|200|completed|t|12.5|240.25|1|0|stop|f|");
   const LedgerRow r5 = Row("r5", kDec1Ms + 5);
   EXPECT_EQ(std::stod(Sql(url_, "SELECT cost_usd FROM brisk_ledger WHERE request_id = 'r5'")),
             r5.cost_usd);

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
+#include <utility>
 
 #include "gateway/ledger_store.h"
 
@@ -38,10 +40,20 @@ CREATE TABLE IF NOT EXISTS brisk_ledger (
   total_ms REAL NOT NULL,
   attempts INTEGER NOT NULL,
   escalations INTEGER NOT NULL,
-  finish_reason TEXT NOT NULL
+  finish_reason TEXT NOT NULL,
+  shadow INTEGER NOT NULL DEFAULT 0,
+  rollout TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS brisk_ledger_time ON brisk_ledger (time_unix_ms);
 )sql";
+
+// Columns added after the first version, with their definitions: a table an
+// older gateway created gains them on open, its rows then reading as callers'
+// rows outside any rollout.
+constexpr std::pair<const char*, const char*> kAddedColumns[] = {
+    {"shadow", "INTEGER NOT NULL DEFAULT 0"},
+    {"rollout", "TEXT NOT NULL DEFAULT ''"},
+};
 
 // The canonical code of a SQLite result: what the writer may retry row by
 // row (data), what is the environment (disk, locks).
@@ -148,7 +160,11 @@ class SqliteStore final : public LedgerStore {
         return NotFound("no cost ledger at '{}' (the gateway creates it at its ledger.url)", path);
       }
       RETURN_IF_ERROR(reader_.Open(path, SQLITE_OPEN_READONLY));
-      return CheckTable(reader_, /*must_exist=*/true);
+      RETURN_IF_ERROR(CheckTable(reader_, /*must_exist=*/true));
+      // An older table is read as it is (brisk cost writes nothing).
+      ASSIGN_OR_RETURN(const std::set<std::string> columns, Columns(reader_));
+      has_shadow_columns_ = columns.count("shadow") && columns.count("rollout");
+      return Status::Ok();
     }
     const fs::path parent = fs::path(path).parent_path();
     if (!parent.empty() && !fs::is_directory(parent, ec)) {
@@ -160,6 +176,7 @@ class SqliteStore final : public LedgerStore {
     RETURN_IF_ERROR(SetWal());
     RETURN_IF_ERROR(writer_.Exec("PRAGMA synchronous=FULL"));
     RETURN_IF_ERROR(writer_.Exec(kCreateTable));
+    RETURN_IF_ERROR(AddMissingColumns());
     RETURN_IF_ERROR(reader_.Open(path, SQLITE_OPEN_READWRITE));
     // Prepared now so that a schema problem shows at open, not at the first row.
     ASSIGN_OR_RETURN(insert_, writer_.Prepare(InsertSql(1, '?')));
@@ -183,7 +200,7 @@ class SqliteStore final : public LedgerStore {
 
   Expected<std::vector<CostGroup>> Query(const CostQuery& q) override {
     std::lock_guard lock(read_mu_);
-    ASSIGN_OR_RETURN(sqlite3_stmt * stmt, reader_.Prepare(RollupSql(q, '?')));
+    ASSIGN_OR_RETURN(sqlite3_stmt * stmt, reader_.Prepare(RollupSql(q, '?', has_shadow_columns_)));
     sqlite3_bind_int64(stmt, 1, q.from_unix_ms);
     sqlite3_bind_int64(stmt, 2, q.to_unix_ms);
     std::vector<CostGroup> groups;
@@ -211,7 +228,8 @@ class SqliteStore final : public LedgerStore {
   Expected<double> SpendSince(const std::string& name, bool by_feature,
                               int64_t since_unix_ms) override {
     std::lock_guard lock(read_mu_);
-    ASSIGN_OR_RETURN(sqlite3_stmt * stmt, reader_.Prepare(SpendSql(by_feature, '?')));
+    ASSIGN_OR_RETURN(sqlite3_stmt * stmt,
+                     reader_.Prepare(SpendSql(by_feature, '?', has_shadow_columns_)));
     sqlite3_bind_text(stmt, 1, name.data(), static_cast<int>(name.size()), SQLITE_STATIC);
     sqlite3_bind_int64(stmt, 2, since_unix_ms);
     return StepOneDouble(stmt);
@@ -251,6 +269,35 @@ class SqliteStore final : public LedgerStore {
     if (must_exist && !exists) {
       return NotFound("'{}' has no brisk_ledger table: not a Brisk cost ledger", path_);
     }
+    return Status::Ok();
+  }
+
+  Expected<std::set<std::string>> Columns(Connection& conn) {
+    ASSIGN_OR_RETURN(sqlite3_stmt * stmt,
+                     conn.Prepare("SELECT name FROM pragma_table_info('brisk_ledger')"));
+    std::set<std::string> columns;
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) columns.insert(ColumnText(stmt, 0));
+    Status st = rc == SQLITE_DONE ? Status::Ok() : conn.Error(rc);
+    sqlite3_reset(stmt);
+    if (!st.ok()) return st;
+    return columns;
+  }
+
+  // In one write transaction, so that two gateways opening the same old file
+  // do not both add a column (the second would fail on a duplicate).
+  Status AddMissingColumns() {
+    RETURN_IF_ERROR(writer_.Exec("BEGIN IMMEDIATE"));
+    Expected<std::set<std::string>> columns = Columns(writer_);
+    if (!columns.ok()) return Rollback(columns.status());
+    for (const auto& [name, definition] : kAddedColumns) {
+      if (columns->count(name)) continue;
+      Status st = writer_.Exec(
+          fmt::format("ALTER TABLE brisk_ledger ADD COLUMN {} {}", name, definition).c_str());
+      if (!st.ok()) return Rollback(st.WithContext("upgrading the brisk_ledger table"));
+    }
+    Status st = writer_.Exec("COMMIT");
+    if (!st.ok()) return Rollback(std::move(st));
     return Status::Ok();
   }
 
@@ -304,6 +351,8 @@ class SqliteStore final : public LedgerStore {
     sqlite3_bind_int(s, i++, r.attempts);
     sqlite3_bind_int(s, i++, r.escalations);
     text(i++, r.finish_reason);
+    sqlite3_bind_int(s, i++, r.shadow ? 1 : 0);
+    text(i++, r.rollout);
     const int rc = sqlite3_step(s);
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
@@ -342,6 +391,7 @@ class SqliteStore final : public LedgerStore {
   sqlite3_stmt* insert_ = nullptr;  // owned by writer_
   sqlite3_stmt* begin_ = nullptr;
   sqlite3_stmt* commit_ = nullptr;
+  bool has_shadow_columns_ = true;  // false: an older table opened read-only
 };
 
 }  // namespace
