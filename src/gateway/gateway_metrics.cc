@@ -36,6 +36,12 @@ metrics::Histogram* GatewayMetrics::Tpot(const std::string& tier) {
                                "Time per output token after the first.",
                                metrics::TokenLatencyBucketsSeconds(), {{"tier", tier}});
 }
+metrics::Histogram* GatewayMetrics::Stage(const std::string& stage) {
+  return registry.GetHistogram("brisk_gateway_request_stage_seconds",
+                               "Per-stage latency budget of requests answered through the gateway "
+                               "(Server-Timing).",
+                               metrics::LatencyBucketsSeconds(), {{"stage", stage}});
+}
 metrics::Histogram* GatewayMetrics::EndToEnd(const std::string& tier) {
   return registry.GetHistogram("brisk_gateway_e2e_seconds", "Request time, end to end.",
                                metrics::LatencyBucketsSeconds(), {{"tier", tier}});

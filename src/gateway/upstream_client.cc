@@ -1,5 +1,6 @@
 #include "gateway/upstream_client.h"
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/connect.hpp>
@@ -106,6 +107,7 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
     conn_ = pool_->TakeIdle();
     reused_ = conn_ != nullptr;
     if (reused_) {
+      if (callbacks_.on_connected) callbacks_.on_connected(true);
       Write();
     } else {
       Connect();
@@ -186,6 +188,8 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
     }
     beast::error_code ignored;
     conn_->socket.set_option(tcp::no_delay(true), ignored);
+    if (callbacks_.on_connected) callbacks_.on_connected(false);
+    if (done_) return;
     Write();
   }
 
@@ -238,6 +242,17 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
       headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     }
     head_delivered_ = true;
+    head_counts_.clear();
+    for (const auto& [name, value] : headers) {
+      std::string lower = Lower(name);
+      auto it = std::find_if(head_counts_.begin(), head_counts_.end(),
+                             [&](const auto& s) { return s.first == lower; });
+      if (it == head_counts_.end()) {
+        head_counts_.emplace_back(std::move(lower), 1);
+      } else {
+        ++it->second;
+      }
+    }
     if (callbacks_.on_head) callbacks_.on_head(status, headers);
     if (done_) return;
     if (parser_->is_done()) return Succeed();
@@ -271,6 +286,31 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
     if (ec) return Fail(StatusCode::kDataLoss, "reading the response body: " + ec.message());
     if (parser_->is_done()) return Succeed();
     ReadBody();
+  }
+
+  static std::string Lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  }
+
+  // Beast adds trailer fields to the message's fields (each next to the
+  // fields of the same name, so not after the head's in list order): per
+  // name, the occurrences past the head's count are the trailer's.
+  void DeliverTrailers() {
+    std::vector<std::pair<std::string, size_t>> seen = head_counts_;
+    HttpHeaders trailers;
+    for (const auto& field : parser_->get()) {
+      std::string name = Lower(field.name_string());
+      auto it =
+          std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == name; });
+      if (it != seen.end() && it->second > 0) {
+        --it->second;
+        continue;
+      }
+      trailers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
+    if (!trailers.empty()) callbacks_.on_trailers(trailers);
   }
 
   // A reused keep-alive connection that fails before any response byte was
@@ -317,6 +357,8 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   }
 
   void Succeed() {
+    if (callbacks_.on_trailers && parser_->chunked()) DeliverTrailers();
+    if (done_) return;
     if (reusable_ && parser_->keep_alive() && conn_->buffer.size() == 0) {
       pool_->Release(std::move(conn_));
     }
@@ -353,6 +395,8 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   bool retried_ = false;
   bool timed_out_ = false;
   bool head_delivered_ = false;
+  // Per lower-case name, the head's fields: the trailer's are the rest.
+  std::vector<std::pair<std::string, size_t>> head_counts_;
   bool reusable_ = true;
   bool done_ = false;
 };

@@ -56,6 +56,13 @@ struct UpstreamCallbacks {
   std::function<void(std::string_view data)> on_data;
   // Exactly once, last: ok at the end of the body, else why it failed.
   std::function<void(const Status& status)> on_done;
+  // Optional. When the request is about to be written on a connection:
+  // `reused` = an idle keep-alive one (no connect), else one just opened
+  // (the gateway's `connect` stage ends here).
+  std::function<void(bool reused)> on_connected;
+  // Optional. The trailer fields of a chunked response (e.g. Server-Timing),
+  // once, just before a successful on_done; not called when there were none.
+  std::function<void(const HttpHeaders& trailers)> on_trailers;
 };
 
 struct UpstreamOptions {

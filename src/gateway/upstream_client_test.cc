@@ -84,6 +84,40 @@ TEST_F(UpstreamClientTest, StreamedChunksArriveAsSeparatePiecesBeforeTheEnd) {
   EXPECT_EQ(client->open_connections(), 1);  // a chunked response keeps the connection
 }
 
+// Server-Timing: the engine's stream sends it in its head and again, whole,
+// in the trailer; the trailer's fields arrive apart from the head's.
+TEST_F(UpstreamClientTest, TrailersArriveBeforeTheEndAndConnectsAreReported) {
+  Pending pending;
+  auto server = MustStart({}, Queue(&pending));
+  ASSERT_TRUE(server);
+  auto client = MakeClient(server->port());
+  ASSERT_TRUE(client);
+  for (const bool reused : {false, true}) {
+    auto record = std::make_shared<CallRecord>();
+    auto trailers = std::make_shared<std::promise<HttpHeaders>>();
+    auto connected = std::make_shared<std::vector<bool>>();
+    UpstreamCallbacks cb = record->Callbacks(record);
+    cb.on_trailers = [trailers](const HttpHeaders& t) { trailers->set_value(t); };
+    cb.on_connected = [connected](bool r) { connected->push_back(r); };
+    auto handle = client->Send(Post("/v1/completions", "{}"), std::move(cb));
+    auto res = pending.Pop();
+    ASSERT_TRUE(res);
+    res->StartStream(200, {{"Server-Timing", "tokenize;dur=1"}, {"Trailer", "Server-Timing"}});
+    res->Write("data: one\n\n");
+    res->End({{"Server-Timing", "tokenize;dur=1, decode;dur=5, total;dur=6"}, {"X-Extra", "1"}});
+    ASSERT_TRUE(record->Wait().ok()) << record->Wait().ToString();
+    auto got = trailers->get_future();
+    ASSERT_EQ(got.wait_for(kWait), std::future_status::ready);
+    EXPECT_EQ(got.get(),
+              (HttpHeaders{{"Server-Timing", "tokenize;dur=1, decode;dur=5, total;dur=6"},
+                           {"X-Extra", "1"}}));
+    EXPECT_EQ(record->Header("Server-Timing"), "tokenize;dur=1");
+    EXPECT_EQ(*connected, std::vector<bool>{reused});
+    EXPECT_TRUE(record->well_ordered());
+  }
+  EXPECT_EQ(server->num_connections(), 1);
+}
+
 TEST_F(UpstreamClientTest, KeepAliveReusesOneConnection) {
   auto server = MustStart({}, Echo());
   ASSERT_TRUE(server);

@@ -77,6 +77,10 @@ std::string FormatAccessLogLine(const AccessLogRecord& r) {
   j["total_ms"] = Ms(r.total_ms);
   j["finish_reason"] = Cut(r.finish_reason);
   j["remote_addr"] = Cut(r.remote_addr);
+  j["trace_id"] = Cut(r.trace_id);
+  Json stages = Json::object();
+  for (const auto& [name, ms] : r.stages) stages[std::string(Cut(name))] = Ms(ms);
+  j["stages"] = std::move(stages);
   // `replace` writes U+FFFD for invalid UTF-8 instead of throwing.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

@@ -7,7 +7,9 @@
 //    "endpoint":"chat.completions","status":200,"outcome":"ok","stream":true,
 //    "priority":"interactive","prompt_tokens":31,"cached_tokens":16,
 //    "output_tokens":64,"queue_ms":0.412,"ttft_ms":18.5,"total_ms":301.25,
-//    "finish_reason":"stop","remote_addr":"127.0.0.1:50312"}
+//    "finish_reason":"stop","remote_addr":"127.0.0.1:50312",
+//    "trace_id":"4bf92f3577b34da6a3ce929d0e0e4736",
+//    "stages":{"tokenize":0.41,"queue":0.02,"prefill":12.3,"decode":280.1,"write":0.2}}
 //
 // (one line in the file). Keys always appear, in this order, with these
 // types: strings are strings ("" when unknown), counts are integers, times are
@@ -29,6 +31,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "server/config.h"
 #include "server/openai_api.h"
@@ -78,6 +82,11 @@ struct AccessLogRecord {
   double total_ms = -1;       // arrival -> last byte written
   std::string finish_reason;  // "stop", "length", ...; "" when none (errors)
   std::string remote_addr;    // "127.0.0.1:50312", "[::1]:50312"
+  std::string trace_id;       // W3C trace id (32 hex digits) of the request; "" if none
+  // Per-stage latency budget (server/server_timing.h), ms, in order; they
+  // add up to total_ms. Empty ({}) when the request ended before stages were
+  // measured (rejected by the header gate, invalid).
+  std::vector<std::pair<std::string, double>> stages;
 };
 
 // One JSON object, without the newline. Never throws on any field content.

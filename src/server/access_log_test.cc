@@ -80,7 +80,7 @@ TEST(AccessLogFormatTest, FullRecord) {
             R"("endpoint":"chat.completions","status":200,"outcome":"ok","stream":true,)"
             R"("priority":"interactive","prompt_tokens":31,"cached_tokens":16,)"
             R"("output_tokens":64,"queue_ms":0.412,"ttft_ms":18.5,"total_ms":301.25,)"
-            R"("finish_reason":"stop","remote_addr":"127.0.0.1:50312"})");
+            R"("finish_reason":"stop","remote_addr":"127.0.0.1:50312","trace_id":"","stages":{}})");
 }
 
 TEST(AccessLogFormatTest, DefaultsAndUnknownTimes) {
@@ -97,7 +97,7 @@ TEST(AccessLogFormatTest, DefaultsAndUnknownTimes) {
             R"("model":"","endpoint":"completions","status":429,"outcome":"rejected",)"
             R"("stream":false,"priority":"batch","prompt_tokens":0,"cached_tokens":0,)"
             R"("output_tokens":0,"queue_ms":-1,"ttft_ms":-1,"total_ms":-1,)"
-            R"("finish_reason":"","remote_addr":""})");
+            R"("finish_reason":"","remote_addr":"","trace_id":"","stages":{}})");
 }
 
 TEST(AccessLogFormatTest, MillisecondsKeepThreeDecimals) {
@@ -136,7 +136,17 @@ TEST(AccessLogFormatTest, EscapesWhatNeedsEscaping) {
   nlohmann::json j = nlohmann::json::parse(line);
   EXPECT_EQ(j["model"], r.model);
   EXPECT_EQ(j["tenant"], r.tenant);
-  EXPECT_EQ(j.size(), 18u);
+  EXPECT_EQ(j.size(), 20u);
+}
+
+TEST(AccessLogFormatTest, StagesAndTraceIdComeLast) {
+  AccessLogRecord r = FullRecord();
+  r.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  r.stages = {{"tokenize", 0.4104}, {"queue", 0.02}, {"prefill", 12.3}, {"write", -1}};
+  std::string line = FormatAccessLogLine(r);
+  EXPECT_THAT(line, HasSubstr(R"("trace_id":"4bf92f3577b34da6a3ce929d0e0e4736",)"
+                              R"("stages":{"tokenize":0.41,"queue":0.02,"prefill":12.3,)"
+                              R"("write":-1}})"));
 }
 
 TEST(AccessLogFormatTest, InvalidUtf8BecomesReplacementCharacter) {

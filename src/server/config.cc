@@ -129,6 +129,7 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"format", r.OneOf(&g.format, log::FormatNames())},
            {"access_log", r.Bool(&g.access_log)},
            {"access_log_path", r.String(&g.access_log_path, false)},
+           {"otlp_endpoint", r.String(&g.otlp_endpoint, true)},
        }},
   };
 }

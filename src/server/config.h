@@ -96,6 +96,10 @@ struct InferenceConfig {
     bool access_log = true;       // one JSON line per finished request
     // "-" (or "stdout") = stdout, "stderr" = stderr, else a file (appended).
     std::string access_log_path = "-";
+    // OTLP/HTTP collector base URL ("http://host:4318"): each request's span
+    // and its stage spans are POSTed as JSON to <otlp_endpoint>/v1/traces
+    // from a background thread. "" = no export.
+    std::string otlp_endpoint;
     bool operator==(const Logging&) const = default;
   } logging;
   // Speculative decoding (engine/speculator.h): off unless method is set.

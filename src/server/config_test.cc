@@ -232,12 +232,15 @@ TEST(ConfigTest, Logging) {
   // Unknown keys stay errors, with the usual hints.
   EXPECT_EQ(ErrorOf("logging:\n  level: info\n  acces_log: false\n"),
             "inference.yaml:3: unknown key 'acces_log' in 'logging' (allowed: level, format, "
-            "access_log, access_log_path); did you mean 'access_log'?");
+            "access_log, access_log_path, otlp_endpoint); did you mean 'access_log'?");
   EXPECT_THAT(ErrorOf("logging: {port: 1}\n"), HasSubstr("; 'port' belongs in 'server'"));
   EXPECT_THAT(ErrorOf("server: {access_log: false}\n"), HasSubstr("belongs in 'logging'"));
   EXPECT_THAT(ErrorOf("logging: info\n"),
               HasSubstr("inference.yaml:1: logging: expected a map with keys level, format, "
-                        "access_log, access_log_path, got 'info'"));
+                        "access_log, access_log_path, otlp_endpoint, got 'info'"));
+  EXPECT_EQ(Parse("logging: {otlp_endpoint: \"http://127.0.0.1:4318\"}\n").logging.otlp_endpoint,
+            "http://127.0.0.1:4318");
+  EXPECT_EQ(Parse("").logging.otlp_endpoint, "");
 }
 
 TEST(ConfigTest, UnknownRequestFieldsMode) {

@@ -126,7 +126,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void DoSend(uint64_t seq, int status, Headers headers, std::string body);
   void DoStartStream(uint64_t seq, int status, Headers headers);
   void DoWrite(uint64_t seq, std::string data);
-  void DoEnd(uint64_t seq);
+  void DoEnd(uint64_t seq, Headers trailers = {});
   void OnResponderDropped(uint64_t seq);
 
   // Posted-but-unprocessed Write payloads plus output queued for the socket.

@@ -196,14 +196,19 @@ void Connection::DoWrite(uint64_t seq, std::string data) {
   }
 }
 
-void Connection::DoEnd(uint64_t seq) {
+void Connection::DoEnd(uint64_t seq, Headers trailers) {
   if (!Current(seq)) return;
   if (reply_ == Reply::kNone) {  // End() without StartStream(): an empty 200
     DoSend(seq, 200, {}, "");
     return;
   }
   if (reply_ != Reply::kStreaming) return;
-  if (chunked_ && !head_) Enqueue("0\r\n\r\n");
+  if (chunked_ && !head_) {
+    std::string last = "0\r\n";
+    for (const auto& [name, value] : trailers)
+      last.append(name).append(": ").append(value) += "\r\n";
+    Enqueue(last.append("\r\n"));
+  }
   reply_ = Reply::kComplete;
   OnReplyComplete();
 }

@@ -69,6 +69,12 @@ void Responder::End() {
   conn_->Post([c = conn_, seq = seq_] { c->DoEnd(seq); });
 }
 
+void Responder::End(Headers trailers) {
+  if (ended_.exchange(true)) return;
+  conn_->Post(
+      [c = conn_, seq = seq_, t = std::move(trailers)]() mutable { c->DoEnd(seq, std::move(t)); });
+}
+
 void Responder::OnClose(std::function<void()> cb) {
   if (!cb) return;
   {

@@ -112,6 +112,10 @@ class Responder {
   void StartStream(int status, Headers headers);
   void Write(std::string data);
   void End();
+  // End() with a trailer section after the last chunk (e.g. Server-Timing, which is known only
+  // once the stream is done; announce it with a "Trailer" header in StartStream). Names and
+  // values must be valid header text. HTTP/1.0 clients (no chunking) get no trailers.
+  void End(Headers trailers);
 
   // `cb` runs once, on an IO thread, if the client goes away or the connection fails before
   // the response completed: while the request waits in a queue, while a non-stream response is

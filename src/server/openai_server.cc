@@ -166,6 +166,11 @@ OpenAiServer::OpenAiServer(const InferenceConfig& config, EngineClient& engine,
   std::atomic<int64_t>* active = &active_;
   registry_.AddCallbackGauge("brisk:http_requests_in_flight", "Generation requests being served.",
                              {}, [active] { return double(active->load()); });
+  for (std::string_view stage : {"tokenize", "queue", "prefill", "decode", "write"})
+    stage_seconds_[std::string(stage)] = registry_.GetHistogram(
+        "brisk_request_stage_seconds",
+        "Per-stage latency budget of completed generation requests (Server-Timing).",
+        metrics::LatencyBucketsSeconds(), {{"stage", std::string(stage)}});
 }
 
 OpenAiServer::~OpenAiServer() {
@@ -180,6 +185,11 @@ Expected<std::unique_ptr<OpenAiServer>> OpenAiServer::Start(const InferenceConfi
                                                             std::unique_ptr<AccessLog> access_log) {
   std::unique_ptr<OpenAiServer> s(
       new OpenAiServer(config, engine, renderer, std::move(model_id), std::move(access_log)));
+  if (!config.logging.otlp_endpoint.empty()) {
+    auto spans = SpanExporter::Create(config.logging.otlp_endpoint, "brisk-serve", s->registry_);
+    if (!spans.ok()) return spans.status();
+    s->spans_ = std::move(*spans);
+  }
   http::ServerOptions ho;
   ho.host = config.server.host;
   ho.port = config.server.port;
@@ -389,8 +399,14 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
     return;
   }
   auto pr = std::make_shared<PreparedRequest>(std::move(std::get<PreparedRequest>(prepared)));
+  const auto prepared_at = Clock::now();
+  // The caller's trace (a new one if it sent no valid traceparent); our
+  // span goes back in the answer's traceparent.
+  const TraceContext trace = StartTrace(req.Header("traceparent"));
 
   ResponseStream::Options o;
+  o.prepared = prepared_at;
+  o.trace_id = trace.trace_id;
   o.endpoint = ep;
   o.id = api::NewRequestId(ep);
   o.model_id = prep_.model_id;
@@ -402,6 +418,7 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
   o.continuous_usage = pr->continuous_usage;
   for (const GenerationRequest& g : pr->prompts) o.prompt_tokens += int64_t(g.prompt.size());
   o.extra_headers = ReportIgnored(pr->ignored_fields);
+  o.extra_headers.emplace_back("traceparent", trace.Traceparent());
   NoteConstraint(*pr, &o.extra_headers);
   o.n = pr->n;
   o.num_prompts = static_cast<int>(pr->prompts.size());
@@ -423,14 +440,15 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
   head->remote = req.remote;
   head->headers = req.headers;
   std::string id = o.id;
-  auto stream =
-      std::make_shared<ResponseStream>(std::move(o), res, *metrics_, engine_,
-                                       [this, head, endpoint, id, pr](const ResponseSummary& s) {
-                                         --active_;
-                                         if (pr->constraint && s.finish_reason == "length")
-                                           metrics_->structured_output_failures["length"]->Inc();
-                                         LogAccess(*head, endpoint, id, pr.get(), s);
-                                       });
+  auto stream = std::make_shared<ResponseStream>(
+      std::move(o), res, *metrics_, engine_,
+      [this, head, endpoint, id, pr, trace](const ResponseSummary& s) {
+        --active_;
+        if (pr->constraint && s.finish_reason == "length")
+          metrics_->structured_output_failures["length"]->Inc();
+        RecordStages(trace, endpoint, s);
+        LogAccess(*head, endpoint, id, pr.get(), s);
+      });
 
   for (size_t i = 0; i < pr->prompts.size(); ++i) {
     const int prompt_index = static_cast<int>(i);
@@ -488,7 +506,29 @@ void OpenAiServer::LogAccess(const http::Request& req, int endpoint, const std::
   r.total_ms = s.total_s >= 0 ? s.total_s * 1e3 : -1;
   r.finish_reason = s.finish_reason;
   r.remote_addr = req.remote;
+  r.trace_id = s.trace_id;
+  for (const TimedStage& st : s.stages) r.stages.emplace_back(st.name, st.ms);
   access_log_->Write(std::move(r));
+}
+
+void OpenAiServer::RecordStages(const TraceContext& trace, int endpoint, const ResponseSummary& s) {
+  if (s.stages.empty()) return;
+  for (const TimedStage& st : s.stages)
+    if (auto it = stage_seconds_.find(st.name); it != stage_seconds_.end())
+      it->second->Observe(st.ms / 1e3);
+  if (!spans_) return;
+  RequestSpan span;
+  span.trace = trace;
+  span.name = endpoint == 1 ? "POST /v1/completions" : "POST /v1/chat/completions";
+  span.total_ms = StagesTotalMs(s.stages);
+  // Wall-clock start: now (the answer is just written) minus the total.
+  span.start = std::chrono::system_clock::now() -
+               std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                   std::chrono::duration<double, std::milli>(span.total_ms));
+  span.stages = s.stages;
+  span.http_status = s.http_status;
+  span.attributes = {{"brisk.model", prep_.model_id}, {"brisk.outcome", s.outcome}};
+  spans_->Export(std::move(span));
 }
 
 }  // namespace brisk

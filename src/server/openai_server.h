@@ -21,6 +21,7 @@
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -37,6 +38,8 @@
 #include "server/metrics.h"
 #include "server/request_preparation.h"
 #include "server/response_store.h"
+#include "server/span_exporter.h"
+#include "server/trace_context.h"
 #include "util/status.h"
 
 namespace brisk {
@@ -113,6 +116,9 @@ class OpenAiServer {
   // endpoint: 0 chat completions, 1 completions, 2 responses.
   void LogAccess(const http::Request& req, int endpoint, const std::string& id,
                  const PreparedRequest* prep, const ResponseSummary& summary);
+  // A completed request's stages: brisk_request_stage_seconds and, with an
+  // OTLP endpoint, its spans.
+  void RecordStages(const TraceContext& trace, int endpoint, const ResponseSummary& summary);
 
   InferenceConfig config_;
   EngineClient& engine_;
@@ -125,6 +131,8 @@ class OpenAiServer {
   std::unique_ptr<IgnoredFieldCounter> ignored_fields_;
   ConstraintCache constraints_;  // compiled response_format schemas, by content
   std::unique_ptr<AccessLog> access_log_;
+  std::map<std::string, metrics::Histogram*> stage_seconds_;  // by stage name
+  std::unique_ptr<SpanExporter> spans_;                       // null: no OTLP export
   ResponseStore responses_;  // stored Responses API responses, per tenant
   std::shared_ptr<Executors> executors_;
   std::unique_ptr<http::Server> http_;

@@ -106,11 +106,14 @@ void ResponseStream::CancelEngineRequests() {
 
 void ResponseStream::End(ResponseSummary summary) {
   done_ = true;
-  summary.total_s = Seconds(Clock::now() - opts_.arrival);
+  // With stages, total is their sum (arrival -> written), as in Server-Timing.
+  summary.total_s = summary.stages.empty() ? Seconds(Clock::now() - opts_.arrival)
+                                           : StagesTotalMs(summary.stages) / 1e3;
   summary.queue_s = queue_s_;
   if (t_first_) summary.ttft_s = Seconds(*t_first_ - opts_.arrival);
   summary.usage = usage_;
   if (!choices_.empty()) summary.finish_reason = choices_[0].finish_reason;
+  summary.trace_id = opts_.trace_id;
   metrics_.outcome[summary.outcome]->Inc();
   if (on_done_) on_done_(summary);
 }
@@ -151,6 +154,11 @@ void ResponseStream::StartStream() {
   if (started_) return;
   http::Headers h = {{"Content-Type", "text/event-stream"}, {"X-Request-Id", opts_.id}};
   h.insert(h.end(), opts_.extra_headers.begin(), opts_.extra_headers.end());
+  // Only tokenize is known before the first byte; the whole budget follows
+  // in the trailer.
+  const TimedStage tokenize{"tokenize", MsBetween(opts_.arrival, opts_.prepared)};
+  h.emplace_back("Server-Timing", FormatServerTiming({&tokenize, 1}));
+  h.emplace_back("Trailer", "Server-Timing");
   res_->StartStream(200, std::move(h));
   started_ = true;
 }
@@ -381,23 +389,46 @@ void ResponseStream::Complete() {
   ResponseSummary s;
   s.outcome = "ok";
   s.http_status = res_->closed() ? 499 : 200;
-  // Counted before the last bytes leave: a client that reads /metrics right
-  // after its answer sees its request.
-  End(std::move(s));
   const auto& o = opts_;
-  if (res_->closed()) return;
+  if (res_->closed()) return End(std::move(s));
+  // The answer's last bytes are made before `written` is read, so the write
+  // stage covers them; they leave right after End() (counted first: a client
+  // that reads /metrics right after its answer sees its request).
   if (o.stream) {
     StartStream();
     if (o.include_usage)
       res_->Write(api::SseUsageChunk(o.endpoint, o.id, o.model_id, o.created_unix, usage_));
     res_->Write(std::string(api::kSseDone));
-    res_->End();
+    s.stages = Stages(now, Clock::now());
+    const std::string timing = FormatServerTiming(s.stages, StagesTotalMs(s.stages));
+    End(std::move(s));
+    res_->End({{"Server-Timing", timing}});
   } else {
+    std::string body =
+        api::CompletionBody(o.endpoint, o.id, o.model_id, o.created_unix, choices_, usage_);
     http::Headers h = {{"Content-Type", "application/json"}, {"X-Request-Id", o.id}};
     h.insert(h.end(), o.extra_headers.begin(), o.extra_headers.end());
-    res_->Send(200, std::move(h),
-               api::CompletionBody(o.endpoint, o.id, o.model_id, o.created_unix, choices_, usage_));
+    s.stages = Stages(now, Clock::now());
+    h.emplace_back("Server-Timing", FormatServerTiming(s.stages, StagesTotalMs(s.stages)));
+    End(std::move(s));
+    res_->Send(200, std::move(h), std::move(body));
   }
+}
+
+// Contiguous boundaries: arrival -> prepared -> first scheduled (the
+// engine's queue time after arrival) -> first token -> last token (done) ->
+// written. So the stages add up to written - arrival.
+std::vector<TimedStage> ResponseStream::Stages(Clock::time_point done,
+                                               Clock::time_point written) const {
+  static constexpr std::string_view kNames[] = {"tokenize", "queue", "prefill", "decode", "write"};
+  const auto& o = opts_;
+  const Clock::time_point scheduled = queue_s_ >= 0
+                                          ? o.arrival + std::chrono::duration_cast<Clock::duration>(
+                                                            std::chrono::duration<double>(queue_s_))
+                                          : o.prepared;
+  const Clock::time_point first = t_first_ ? *t_first_ : done;
+  const Clock::time_point b[] = {o.arrival, o.prepared, scheduled, first, done, written};
+  return StagesFromBoundaries(kNames, b);
 }
 
 }  // namespace brisk

@@ -23,6 +23,7 @@
 #include "server/http_server.h"
 #include "server/openai_api.h"
 #include "server/server_metrics.h"
+#include "server/server_timing.h"
 #include "server/tool_call_parser.h"
 
 namespace brisk {
@@ -34,6 +35,10 @@ struct ResponseSummary {
   std::string finish_reason;  // of the first choice; "" if none
   api::Usage usage;
   double queue_s = -1, ttft_s = -1, total_s = -1;
+  // Latency budget of a completed answer (tokenize, queue, prefill, decode,
+  // write: server/server_timing.h); empty when it failed.
+  std::vector<TimedStage> stages;
+  std::string trace_id;  // Options::trace_id
 };
 
 class ResponseStream {
@@ -55,6 +60,10 @@ class ResponseStream {
     int num_prompts = 1;  // choices = num_prompts * n
     Priority priority = Priority::kInteractive;
     Clock::time_point arrival;
+    // Parsed, templated and tokenized (the `tokenize` stage ends, `queue`
+    // begins): the stage boundaries of the Server-Timing header.
+    Clock::time_point prepared;
+    std::string trace_id;  // for the summary (access log)
     // Logprobs (openai_logprobs.h): -1 = none, else the engine sends records
     // and `tokenizer` turns them into text (control tokens rendered when
     // render_special, i.e. skip_special_tokens is false).
@@ -114,6 +123,9 @@ class ResponseStream {
   // For continuous usage: the usage so far, else null.
   const api::Usage* UsageSoFar();
   void Complete();
+  // The latency budget (ResponseSummary::stages) of an answer whose last
+  // token came at `done` and whose last bytes were handed over at `written`.
+  std::vector<TimedStage> Stages(Clock::time_point done, Clock::time_point written) const;
   void End(ResponseSummary summary);
 
   const Options opts_;

@@ -1,5 +1,6 @@
 #include "server/server_metrics.h"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -93,7 +94,19 @@ void ServerMetrics::ObserveStep(const StepStats& s) {
 
 void ServerMetrics::WatchEngine(metrics::Registry& r, EngineClient& engine) {
   EngineClient* e = &engine;
-  engine.SetStepObserver([this](const StepStats& s) { ObserveStep(s); });
+  engine.SetStepObserver([this, e](const StepStats& s) {
+    ObserveStep(s);
+    // Called after the step, outside the engine's lock, so Load() is safe.
+    const EngineLoad l = e->Load();
+    const double now =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    int64_t waiting = 0;
+    for (int p = 0; p < kNumPriorities; ++p) waiting += l.scheduler.waiting[p];
+    int64_t running = 0;
+    for (int p = 0; p < kNumPriorities; ++p) running += l.scheduler.running[p];
+    drain_capacity.Observe(now, l.finished_per_s, running, waiting);
+    capacity_per_s.store(drain_capacity.capacity_per_s(), std::memory_order_relaxed);
+  });
   for (int p = 0; p < kNumPriorities; ++p) {
     const metrics::Labels l = {{"priority", PriorityName(static_cast<Priority>(p))}};
     r.AddCallbackGauge("brisk:num_requests_running", "Sequences running in the engine.", l,
@@ -129,6 +142,20 @@ void ServerMetrics::WatchEngine(metrics::Registry& r, EngineClient& engine) {
                      [e] { return e->Load().scheduler.kv_waste_ratio; });
   r.AddCallbackGauge("brisk:request_drain_rate", "Requests finished per second over the last 30 s.",
                      {}, [e] { return e->Load().finished_per_s; });
+  // The completion rate stands for the arrival rate: below capacity they are
+  // equal, and above it the excess piles up in the queue, which the formula
+  // counts on its own (desired_replicas.h).
+  r.AddCallbackGauge(
+      "brisk:desired_replicas",
+      "Replicas this process's load needs (a fraction; sum over a pool, then ceil): "
+      "(drain rate + waiting / 10 s) / drain rate measured at saturation (docs/metrics.md).",
+      {}, [this, e] {
+        const EngineLoad l = e->Load();
+        double queued = 0;
+        for (int p = 0; p < kNumPriorities; ++p) queued += l.queued[p];
+        return DesiredReplicas(l.finished_per_s, queued, kTargetQueueDrainS,
+                               capacity_per_s.load(std::memory_order_relaxed));
+      });
 }
 
 }  // namespace brisk

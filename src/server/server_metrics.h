@@ -3,11 +3,13 @@
 // docs/metrics.md maps them.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "engine/engine_client.h"
+#include "server/desired_replicas.h"
 #include "server/metrics.h"
 
 namespace brisk {
@@ -35,6 +37,12 @@ class ServerMetrics {
   // Speculative decoding (vLLM's names, brisk: prefix).
   metrics::Counter *spec_drafts, *spec_draft_tokens, *spec_accepted_tokens;
   std::vector<metrics::Counter*> spec_accepted_per_pos;  // by draft position
+  // brisk:desired_replicas: a backlog should be gone within this long.
+  static constexpr double kTargetQueueDrainS = 10;
+  // Capacity measured on the engine thread (step observer); the scrape
+  // thread reads the atomic copy.
+  DrainCapacity drain_capacity;
+  std::atomic<double> capacity_per_s{0};
 };
 
 }  // namespace brisk

@@ -44,7 +44,7 @@ def test_access_log_lines(make_server):
     assert len(recs) == 4, recs
     keys = ["ts", "request_id", "tenant", "feature", "model", "endpoint", "status", "outcome",
             "stream", "priority", "prompt_tokens", "cached_tokens", "output_tokens", "queue_ms",
-            "ttft_ms", "total_ms", "finish_reason", "remote_addr"]
+            "ttft_ms", "total_ms", "finish_reason", "remote_addr", "trace_id", "stages"]
     for rec in recs:
         assert list(rec) == keys, rec
     ok = recs[0]
