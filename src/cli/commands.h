@@ -35,6 +35,12 @@ CommandRunner RegisterCannedUpstream(CLI::App& app);
 CommandRunner RegisterCost(CLI::App& app);
 // `brisk eval golden`: a golden set against a server, with its gate (src/eval/).
 CommandRunner RegisterEval(CLI::App& app);
+// `brisk judge --url URL --pairs FILE`: the rollout judge's agreement with
+// pairs whose better answer is known (gateway/judge.h).
+CommandRunner RegisterJudge(CLI::App& app);
+// `brisk rollout start|status|promote|abort|audit`: the gateway's rollouts
+// through its admin API (gateway/rollout_manager.h).
+CommandRunner RegisterRollout(CLI::App& app);
 // `brisk quantize IN OUT --type T`: convert a GGUF model's weight formats.
 CommandRunner RegisterQuantize(CLI::App& app);
 // `brisk eval kld` (a subcommand of `eval`): distribution check against a

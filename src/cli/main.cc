@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
                           "configuration's distributions against a reference's (kld)"));
   auto quantize = brisk::RegisterQuantize(*app.add_subcommand(
       "quantize", "Convert a GGUF model's weights to another format (q8_0, q4_k_m, ...)"));
+  auto judge = brisk::RegisterJudge(*app.add_subcommand(
+      "judge", "Measure the rollout judge on answer pairs with a known better answer"));
+  auto rollout = brisk::RegisterRollout(*app.add_subcommand(
+      "rollout", "Start, watch, promote or abort a gateway rollout (gate, shadow, canary)"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -57,5 +61,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("cost")) return cost();
   if (app.got_subcommand("eval")) return eval();
   if (app.got_subcommand("quantize")) return quantize();
+  if (app.got_subcommand("judge")) return judge();
+  if (app.got_subcommand("rollout")) return rollout();
   return 2;
 }

@@ -187,12 +187,21 @@ std::vector<Section> BuildSchema(const Reader& r, GatewayConfig& c) {
            {"connect_timeout_s", r.Seconds(&p.connect_timeout_s, true, 600)},
        }},
       {"ledger", {{"url", r.String(&c.ledger.url, false)}}},
+      {"rollout",
+       {
+           {"admin_key", r.String(&c.rollout.admin_key, false)},
+           {"admin_key_env", r.String(&c.rollout.admin_key_env, false)},
+           {"audit_log", r.String(&c.rollout.audit_log, false)},
+           {"judge_tier", r.String(&c.rollout.judge_tier, false)},
+           {"tick_s", r.Seconds(&c.rollout.tick_s, true, 60)},
+       }},
       {"logging",
        {
            {"level", r.OneOf(&g.level, log::LevelNames())},
            {"format", r.OneOf(&g.format, log::FormatNames())},
            {"access_log", r.Bool(&g.access_log)},
            {"access_log_path", r.String(&g.access_log_path, false)},
+           {"otlp_endpoint", r.String(&g.otlp_endpoint, true)},
        }},
   };
 }
@@ -361,6 +370,17 @@ Status CheckConsistency(const Reader& r, const GatewayConfig& c) {
     return r.Error(r.LineOfKey("routing.cascade.tiers"),
                    "routing.cascade.tiers: a cascade needs at least two tiers");
   }
+  if (!c.rollout.judge_tier.empty() && !names.contains(c.rollout.judge_tier)) {
+    return r.Error(r.LineOfKey("rollout.judge_tier"), "rollout.judge_tier: unknown tier '{}'",
+                   c.rollout.judge_tier);
+  }
+  for (const ApiKeyConfig& k : c.keys) {
+    if (!c.rollout.admin_key.empty() && k.key == c.rollout.admin_key) {
+      return r.Error(r.LineOfKey("rollout"),
+                     "rollout.admin_key: the admin key must not also be a caller's key ({})",
+                     k.name);
+    }
+  }
   for (size_t i = 0; i < c.budgets.size(); ++i) {
     const BudgetConfig& b = c.budgets[i];
     int line = r.LineOfKey("budgets");
@@ -404,6 +424,17 @@ Expected<GatewayConfig> ParseDocument(const YAML::Node& doc, std::string_view fi
                    return config_yaml::ReadApiKeys(r, v, at, &c.keys);
                  }});
   RETURN_IF_ERROR(r.ReadMap(doc, Loc{"", LineOf(doc, 1)}, top, sections));
+  if (const std::string& env = c.rollout.admin_key_env; !env.empty()) {
+    const int line = r.LineOfKey("rollout.admin_key_env");
+    if (!c.rollout.admin_key.empty()) {
+      return r.Error(line, "rollout: set only one of 'admin_key' and 'admin_key_env'");
+    }
+    const char* value = std::getenv(env.c_str());
+    if (value == nullptr || *value == '\0') {
+      return r.Error(line, "rollout.admin_key_env: environment variable '{}' is not set", env);
+    }
+    c.rollout.admin_key = value;
+  }
   RETURN_IF_ERROR(CheckConsistency(r, c));
   return c;
 }

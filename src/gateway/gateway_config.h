@@ -98,6 +98,15 @@ struct GatewayConfig {
     bool operator==(const Ledger&) const = default;
   } ledger;
   std::vector<BudgetConfig> budgets;
+  // Rollouts of candidate upstream sets (gateway/rollout_manager.h).
+  struct Rollout {
+    std::string admin_key;      // bearer token of the admin API; "" = the API is off
+    std::string admin_key_env;  // or the environment variable holding it
+    std::string audit_log;      // JSON lines, appended; "" = the log and GET /admin/audit only
+    std::string judge_tier;     // whose first replica judges shadow pairs; "" = the last tier
+    double tick_s = 0.25;       // how often stage timers are looked at
+    bool operator==(const Rollout&) const = default;
+  } rollout;
   InferenceConfig::Logging logging;
   std::vector<ApiKeyConfig> keys;  // empty = no authentication
   bool operator==(const GatewayConfig&) const = default;

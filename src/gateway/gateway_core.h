@@ -18,13 +18,16 @@
 #include "gateway/replica_picker.h"
 #include "gateway/router.h"
 #include "gateway/upstream_client.h"
+#include "server/access_log.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/span_exporter.h"
 
 namespace brisk::gateway {
 
 class Budgets;
 class DashboardStats;
+class RolloutManager;
 
 struct TierRuntime {
   int index = 0;
@@ -59,6 +62,8 @@ struct GatewayMetrics {
   metrics::Histogram* Tpot(const std::string& tier);
   metrics::Histogram* EndToEnd(const std::string& tier);
   metrics::Histogram* Overhead();
+  // brisk_gateway_request_stage_seconds{stage}: the per-stage latency budget.
+  metrics::Histogram* Stage(const std::string& stage);
 };
 
 struct GatewayCore {
@@ -68,15 +73,19 @@ struct GatewayCore {
   std::unique_ptr<Budgets> budgets;
   std::unique_ptr<DashboardStats> dashboard;
   std::vector<std::unique_ptr<TierRuntime>> tiers;
+  std::unique_ptr<RolloutManager> rollouts;  // after tiers: it points at them
 
   boost::asio::io_context upstream_io;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   std::vector<std::thread> upstream_threads;
   std::unique_ptr<boost::asio::steady_timer> health_timer;
+  std::unique_ptr<boost::asio::steady_timer> rollout_timer;
 
   std::unique_ptr<http::Server> http;
   metrics::Registry registry;
   std::unique_ptr<GatewayMetrics> metrics;
+  std::unique_ptr<SpanExporter> spans;    // logging.otlp_endpoint; null = no export
+  std::unique_ptr<AccessLog> access_log;  // logging.access_log; null until Start
   std::atomic<int64_t> active{0};
   std::atomic<uint64_t> next_id{0};
   std::atomic<bool> draining{false};
@@ -84,5 +93,16 @@ struct GatewayCore {
 
   ~GatewayCore();
 };
+
+// Starts the health checks (now, then every health_interval_s) and the
+// rollout stage timer (gateway_timers.cc).
+void StartTimers(const std::shared_ptr<GatewayCore>& core);
+// How replicas are picked, from gateway.yaml's replicas section.
+PickerOptions MakePickerOptions(const GatewayConfig::Replicas& rc);
+// "http://host:port/base" -> "host:port".
+std::string ReplicaName(const std::string& url);
+// One UpstreamClient per upstream of `tc` into `tier->clients`, on the
+// core's upstream io_context.
+Status AddUpstreamClients(GatewayCore& core, const TierConfig& tc, TierRuntime* tier);
 
 }  // namespace brisk::gateway

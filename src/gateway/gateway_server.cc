@@ -12,6 +12,7 @@
 #include "gateway/gateway_core.h"
 #include "gateway/json_fields.h"
 #include "gateway/proxied_request.h"
+#include "gateway/rollout_manager.h"
 #include "server/header_gate.h"
 #include "util/log.h"
 
@@ -35,12 +36,6 @@ void SendError(http::Responder& res, int status, std::string_view type, std::str
               {"param", param.empty() ? Json() : Json(param)},
               {"code", code.empty() ? Json() : Json(code)}}}};
   SendJson(res, status, e);
-}
-
-// "http://host:port/base" -> "host:port".
-std::string ReplicaName(const std::string& url) {
-  std::string s = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
-  return s.substr(0, s.find('/'));
 }
 
 // The text routing rules and prefix affinity look at: chat messages' roles
@@ -79,18 +74,35 @@ std::string PromptText(const Json& body, Endpoint endpoint) {
   return prompt->dump();  // token ids: their text form still identifies a shared prefix
 }
 
-ReplicaLoad ParseLoad(const std::string& body) {
-  ReplicaLoad load;
-  Json j = Json::parse(body, nullptr, false);
-  if (!j.is_object()) return load;
-  load.waiting = static_cast<int32_t>(IntOr(j, "waiting", 0));
-  load.running = static_cast<int32_t>(IntOr(j, "running", 0));
-  load.kv_fill = NumberOr(j, "kv_fill", 0.0);
-  load.known = true;
-  return load;
+}  // namespace
+
+std::string ReplicaName(const std::string& url) {
+  std::string s = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+  return s.substr(0, s.find('/'));
 }
 
-}  // namespace
+PickerOptions MakePickerOptions(const GatewayConfig::Replicas& rc) {
+  PickerOptions po;
+  po.policy = rc.policy == "round_robin" ? PickPolicy::kRoundRobin : PickPolicy::kLeastLoaded;
+  po.prefix_affinity = rc.prefix_affinity;
+  po.load_factor = rc.load_factor;
+  po.eject_after_failures = rc.eject_after_failures;
+  po.eject_for = std::chrono::milliseconds(static_cast<int64_t>(rc.eject_s * 1000));
+  return po;
+}
+
+Status AddUpstreamClients(GatewayCore& core, const TierConfig& tc, TierRuntime* tier) {
+  for (const UpstreamConfig& u : tc.upstreams) {
+    UpstreamOptions uo;
+    uo.base_url = u.url;
+    uo.connect_timeout = std::chrono::milliseconds(
+        static_cast<int64_t>(core.config.replicas.connect_timeout_s * 1000));
+    auto client = UpstreamClient::Create(core.upstream_io.get_executor(), uo);
+    if (!client.ok()) return client.status().WithContext(fmt::format("tier {}", tc.name));
+    tier->clients.push_back(std::move(*client));
+  }
+  return Status::Ok();
+}
 
 GatewayCore::~GatewayCore() {
   if (http) http->Stop();
@@ -104,79 +116,11 @@ GatewayCore::~GatewayCore() {
   // run on (members are destroyed after this body, the io_context before
   // the tiers declared above it).
   health_timer.reset();
+  rollout_timer.reset();
+  rollouts.reset();
   tiers.clear();
   if (ledger) ledger->Flush();
 }
-
-// --- Health checks and load polling. ---
-
-namespace {
-
-void ScheduleHealth(std::shared_ptr<GatewayCore> core);
-
-void CheckReplicas(const std::shared_ptr<GatewayCore>& core) {
-  for (auto& tier_ptr : core->tiers) {
-    TierRuntime* tier = tier_ptr.get();
-    for (size_t i = 0; i < tier->clients.size(); ++i) {
-      const int replica = static_cast<int>(i);
-      const bool brisk = tier->config->upstreams[i].type == "brisk";
-      UpstreamRequest req;
-      req.method = "GET";
-      req.path = brisk ? "/load" : "/v1/models";
-      if (!tier->config->upstreams[i].api_key.empty()) {
-        req.headers.push_back({"Authorization", "Bearer " + tier->config->upstreams[i].api_key});
-      }
-      std::weak_ptr<GatewayCore> weak = core;
-      tier->clients[i]->Fetch(
-          std::move(req), [weak, tier, replica, brisk](Expected<std::pair<int, std::string>> r) {
-            auto core = weak.lock();
-            if (!core) return;
-            const bool ok = r.ok() && r->first == 200;
-            std::lock_guard lock(tier->mu);
-            tier->picker.ReportHealth(replica, ok, Clock::now());
-            if (ok && brisk) tier->picker.ReportLoad(replica, ParseLoad(r->second));
-          });
-      if (tier->Model().empty()) {
-        UpstreamRequest models;
-        models.method = "GET";
-        models.path = "/v1/models";
-        if (!tier->config->upstreams[i].api_key.empty()) {
-          models.headers.push_back(
-              {"Authorization", "Bearer " + tier->config->upstreams[i].api_key});
-        }
-        tier->clients[i]->Fetch(std::move(models), [tier](Expected<std::pair<int, std::string>> r) {
-          if (!r.ok() || r->first != 200) return;
-          Json j = Json::parse(r->second, nullptr, false);
-          if (!j.is_object() || !j.contains("data") || !j["data"].is_array() || j["data"].empty()) {
-            return;
-          }
-          std::string id = StringOr(j["data"][0], "id", "");
-          std::lock_guard lock(tier->mu);
-          if (tier->model.empty() && !id.empty()) {
-            tier->model = id;
-            log::Info("gateway: tier {} serves model '{}'", tier->config->name, id);
-          }
-        });
-      }
-    }
-  }
-}
-
-void ScheduleHealth(std::shared_ptr<GatewayCore> core) {
-  auto interval = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::duration<double>(core->config.replicas.health_interval_s));
-  core->health_timer->expires_after(interval);
-  std::weak_ptr<GatewayCore> weak = core;
-  core->health_timer->async_wait([weak](const boost::system::error_code& ec) {
-    if (ec) return;
-    auto core = weak.lock();
-    if (!core) return;
-    CheckReplicas(core);
-    ScheduleHealth(core);
-  });
-}
-
-}  // namespace
 
 // --- Routes. ---
 
@@ -190,13 +134,24 @@ struct Route {
 };
 
 constexpr Route kRoutes[] = {
-    {"/v1/chat/completions", "POST", true, true}, {"/v1/completions", "POST", true, true},
-    {"/v1/models", "GET,HEAD", false, true},      {"/v1/cost", "GET", false, true},
-    {"/v1/budgets", "GET", false, true},          {"/health", "GET,HEAD", false, false},
-    {"/ready", "GET,HEAD", false, false},         {"/metrics", "GET", false, false},
-    {"/dashboard", "GET", false, false},          {"/dashboard/data", "GET", false, false},
-    {"/dashboard/chart.js", "GET", false, false}, {"/dashboard/app.js", "GET", false, false},
+    {"/v1/chat/completions", "POST", true, true},
+    {"/v1/completions", "POST", true, true},
+    {"/v1/models", "GET,HEAD", false, true},
+    {"/v1/cost", "GET", false, true},
+    {"/v1/budgets", "GET", false, true},
+    {"/health", "GET,HEAD", false, false},
+    {"/ready", "GET,HEAD", false, false},
+    {"/metrics", "GET", false, false},
+    {"/dashboard", "GET", false, false},
+    {"/dashboard/data", "GET", false, false},
+    {"/dashboard/chart.js", "GET", false, false},
+    {"/dashboard/app.js", "GET", false, false},
     {"/dashboard/app.css", "GET", false, false},
+    // The admin API checks its own key (rollout.admin_key), not the callers'.
+    {"/admin/rollouts", "GET,POST", false, false},
+    {"/admin/rollouts/promote", "POST", true, false},
+    {"/admin/rollouts/abort", "POST", true, false},
+    {"/admin/audit", "GET", false, false},
 };
 
 std::vector<std::string> SplitMethods(std::string_view s) {
@@ -262,6 +217,7 @@ void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
     caller.feature = key->feature;
   }
   if (caller.feature.empty()) caller.feature = std::string(req.Header("X-Feature"));
+  caller.traceparent = std::string(req.Header("traceparent"));
 
   const std::string prompt = PromptText(body, endpoint);
   RequestFacts facts;
@@ -401,6 +357,7 @@ void Handle(const std::shared_ptr<GatewayCore>& core, http::Request&& req,
   if (p == "/dashboard" || p.starts_with("/dashboard/")) {
     return ServeDashboard(*core, req, res);
   }
+  if (p.starts_with("/admin/")) return core->rollouts->HandleAdmin(std::move(req), res);
   SendError(*res, 404, "invalid_request_error", "no such route", "not_found");
 }
 
@@ -455,19 +412,18 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
   core->metrics = std::make_unique<GatewayMetrics>(core->registry);
+  ASSIGN_OR_RETURN(core->access_log, AccessLog::Create(core->config.logging));
+  if (!core->config.logging.otlp_endpoint.empty()) {
+    ASSIGN_OR_RETURN(core->spans, SpanExporter::Create(core->config.logging.otlp_endpoint,
+                                                       "brisk-gateway", core->registry));
+  }
   core->dashboard = std::make_unique<DashboardStats>();
   ASSIGN_OR_RETURN(core->router, Router::Create(core->config));
   if (!core->config.budgets.empty()) {
     core->budgets = std::make_unique<Budgets>(core->config.budgets);
     RETURN_IF_ERROR(core->budgets->Load(*core->ledger, std::chrono::system_clock::now()));
   }
-  const GatewayConfig::Replicas& rc = core->config.replicas;
-  PickerOptions po;
-  po.policy = rc.policy == "round_robin" ? PickPolicy::kRoundRobin : PickPolicy::kLeastLoaded;
-  po.prefix_affinity = rc.prefix_affinity;
-  po.load_factor = rc.load_factor;
-  po.eject_after_failures = rc.eject_after_failures;
-  po.eject_for = std::chrono::milliseconds(static_cast<int64_t>(rc.eject_s * 1000));
+  const PickerOptions po = MakePickerOptions(core->config.replicas);
   core->work.emplace(core->upstream_io.get_executor());
   for (size_t t = 0; t < core->config.tiers.size(); ++t) {
     const TierConfig& tc = core->config.tiers[t];
@@ -478,26 +434,15 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
     tier->config = &tc;
     tier->names = names;
     tier->model = tc.model;
-    for (const UpstreamConfig& u : tc.upstreams) {
-      UpstreamOptions uo;
-      uo.base_url = u.url;
-      uo.connect_timeout =
-          std::chrono::milliseconds(static_cast<int64_t>(rc.connect_timeout_s * 1000));
-      auto client = UpstreamClient::Create(core->upstream_io.get_executor(), uo);
-      if (!client.ok()) return client.status().WithContext(fmt::format("tier {}", tc.name));
-      tier->clients.push_back(std::move(*client));
-    }
+    RETURN_IF_ERROR(AddUpstreamClients(*core, tc, tier.get()));
     core->tiers.push_back(std::move(tier));
   }
+  core->rollouts = std::make_unique<RolloutManager>(core.get());
   RegisterGauges(core);
   for (int i = 0; i < 2; ++i) {
     core->upstream_threads.emplace_back([c = core.get()] { c->upstream_io.run(); });
   }
-  core->health_timer = std::make_unique<boost::asio::steady_timer>(core->upstream_io);
-  boost::asio::post(core->upstream_io, [weak = std::weak_ptr<GatewayCore>(core)] {
-    if (auto c = weak.lock()) CheckReplicas(c);
-  });
-  ScheduleHealth(core);
+  StartTimers(core);
 
   http::ServerOptions opts;
   const GatewayConfig::Server& sc = core->config.server;
@@ -556,6 +501,9 @@ void GatewayServer::Stop() {
   if (core_->http) core_->http->Stop();
   if (core_->health_timer) {
     boost::asio::post(core_->upstream_io, [t = core_->health_timer.get()] { t->cancel(); });
+  }
+  if (core_->rollout_timer) {
+    boost::asio::post(core_->upstream_io, [t = core_->rollout_timer.get()] { t->cancel(); });
   }
   core_->ledger->Flush();
 }

@@ -327,9 +327,11 @@ Json JudgeRequestBody(const std::string& model, const Json& request, std::string
   messages.push_back({{"role", "system"}, {"content", kRubric}});
   messages.push_back({{"role", "user"},
                       {"content", JudgePrompt(request, answer_a, answer_b, opts.max_text_bytes)}});
-  return {
+  Json body = {
       {"model", model},    {"messages", messages},          {"temperature", 0},
       {"seed", opts.seed}, {"max_tokens", opts.max_tokens}, {"response_format", VerdictFormat()}};
+  if (opts.batch_priority) body["priority"] = "batch";
+  return body;
 }
 
 std::string_view WinnerName(JudgeWinner w) {

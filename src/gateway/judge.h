@@ -76,6 +76,9 @@ struct JudgeOptions {
   // prompt (a small judge's context is short; the cut is marked).
   size_t max_text_bytes = 4000;
   std::string api_key;  // sent as a bearer token when set
+  // Ask a `brisk serve` judge at batch priority, so a judge tier that also
+  // serves callers schedules their requests first.
+  bool batch_priority = false;
 };
 
 // --- Pure parts (no model). ---

@@ -84,14 +84,17 @@ ProxiedRequest::ProxiedRequest(std::shared_ptr<GatewayCore> core,
       // this one that escalates on answers failing their response_format.
       answer_check_(plan_.tiers.size() > 1 && core_->config.routing.cascade.escalate_on_invalid_json
                         ? AnswerCheck::FromRequest(body_)
-                        : AnswerCheck()) {
+                        : AnswerCheck()),
+      stages_(arrival, caller_.traceparent) {
   if (!answer_check_.skipped().empty()) {
     log::Debug("gateway: request {}: its schema is not checked ({}); only that the answer is JSON",
                request_id_, answer_check_.skipped());
   }
 }
 
-TierRuntime& ProxiedRequest::Tier() const { return *core_->tiers[plan_.tiers[tier_pos_]]; }
+TierRuntime& ProxiedRequest::Tier() const {
+  return on_candidate_ ? *arm_.candidate : *core_->tiers[plan_.tiers[tier_pos_]];
+}
 
 void ProxiedRequest::Start() {
   std::weak_ptr<ProxiedRequest> weak = weak_from_this();
@@ -99,12 +102,15 @@ void ProxiedRequest::Start() {
     if (auto self = weak.lock()) self->OnClientGone();
   });
   std::lock_guard lock(mu_);
+  stages_.Started(Clock::now());
+  EnterTier();
   TryNext();
 }
 
 Json ProxiedRequest::UpstreamBody(bool stream) const {
   Json b = body_;
   b["model"] = Tier().Model();
+  if (shadow_seed_ >= 0) b["seed"] = shadow_seed_;
   if (stream) {
     b["stream"] = true;
     Json& so = b["stream_options"];
@@ -144,6 +150,10 @@ void ProxiedRequest::TryNext() {
     pick = tier.picker.Pick(affinity_key_, tried_, now);
     if (pick) tier.picker.Started(*pick);
   }
+  if (!pick && on_candidate_ && !client_started_) {
+    FallBackToBaseline();
+    return TryNext();
+  }
   if (!pick) {
     if (min_retry_after_s_ >= 0) {
       const int secs = std::max(1, static_cast<int>(std::ceil(min_retry_after_s_)));
@@ -162,6 +172,7 @@ void ProxiedRequest::TryNext() {
   }
   if (!tried_.empty()) core_->metrics->Retries(tier.config->name)->Inc();
   replica_ = *pick;
+  stages_.Picked(Clock::now());
   tried_.push_back(replica_);
   ++tier_attempts_;
   ++total_attempts_;
@@ -175,7 +186,9 @@ void ProxiedRequest::TryNext() {
 
   UpstreamRequest req;
   req.path = endpoint_ == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
-  req.headers = {{"Content-Type", "application/json"}, {"X-Request-Id", request_id_}};
+  req.headers = {{"Content-Type", "application/json"},
+                 {"X-Request-Id", request_id_},
+                 {"traceparent", stages_.UpstreamTraceparent()}};
   const UpstreamConfig& up = tier.config->upstreams[replica_];
   if (!up.api_key.empty()) req.headers.push_back({"Authorization", "Bearer " + up.api_key});
   req.body = UpstreamBody(!buffering_).dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -189,6 +202,15 @@ void ProxiedRequest::TryNext() {
   };
   cb.on_data = [self, attempt](std::string_view data) {
     self->Guarded([&] { self->OnData(attempt, data); });
+  };
+  cb.on_connected = [self, attempt](bool) {
+    std::lock_guard lock(self->mu_);
+    if (attempt == self->attempt_) self->stages_.Connected(Clock::now());
+  };
+  cb.on_trailers = [self, attempt](const HttpHeaders& trailers) {
+    std::lock_guard lock(self->mu_);
+    if (attempt == self->attempt_)
+      self->stages_.UpstreamTiming(HeaderValue(trailers, "server-timing"));
   };
   cb.on_done = [self, attempt](const Status& st) {
     self->Guarded([&] { self->OnDone(attempt, st); });
@@ -217,6 +239,7 @@ void ProxiedRequest::OnHead(int attempt, int status, const HttpHeaders& headers)
   upstream_status_ = status;
   upstream_headers_ = headers;
   head_ok_ = true;
+  stages_.UpstreamTiming(HeaderValue(headers, "server-timing"));
   if (status == 200 && !buffering_) rewriter_ = std::make_unique<StreamRewriter>(wants_);
 }
 
@@ -236,11 +259,7 @@ void ProxiedRequest::OnData(int attempt, std::string_view data) {
     client_started_ = true;
     answer_tier_ = Tier().config->name;
     answer_upstream_ = Tier().names[replica_];
-    res_->StartStream(200, {{"Content-Type", "text/event-stream"},
-                            {"X-Request-Id", request_id_},
-                            {"X-Brisk-Tier", answer_tier_},
-                            {"X-Brisk-Upstream", answer_upstream_},
-                            {"X-Brisk-Route", plan_.reason}});
+    res_->StartStream(200, StreamHeaders());
   }
   res_->Write(std::move(out));
 }
@@ -249,6 +268,7 @@ void ProxiedRequest::OnDone(int attempt, const Status& st) {
   std::lock_guard lock(mu_);
   if (attempt != attempt_) return;
   call_.reset();
+  stages_.UpstreamDone(Clock::now());
   TierRuntime& tier = Tier();
   // A 429 (full) or a cancel (the client left) says nothing of the replica's
   // health: neither a failure nor a success.
@@ -309,21 +329,18 @@ void ProxiedRequest::OnDone(int attempt, const Status& st) {
   if (rewriter_) {
     ChargeAttempt(rewriter_->facts());
     finish_reason_ = rewriter_->facts().finish_reason;
+    answer_text_ = rewriter_->facts().text;
     std::string tail = rewriter_->Finish(Annotation());
     if (!client_started_) {
       client_started_ = true;
       answer_tier_ = tier.config->name;
       answer_upstream_ = tier.names[replica_];
-      res_->StartStream(200, {{"Content-Type", "text/event-stream"},
-                              {"X-Request-Id", request_id_},
-                              {"X-Brisk-Tier", answer_tier_},
-                              {"X-Brisk-Upstream", answer_upstream_},
-                              {"X-Brisk-Route", plan_.reason}});
+      res_->StartStream(200, StreamHeaders());
     }
     auto res = res_;
-    Finish(200, "completed", [res, tail = std::move(tail)]() mutable {
+    Finish(200, "completed", [res, self = shared_from_this(), tail = std::move(tail)]() mutable {
       res->Write(std::move(tail));
-      res->End();
+      res->End({{"Server-Timing", self->FinishStages(200)}});
     });
     return;
   }
@@ -370,6 +387,7 @@ void ProxiedRequest::OnBufferedAnswer() {
     return;
   }
   finish_reason_ = facts.finish_reason;
+  answer_text_ = facts.text;
   answer_tier_ = tier.config->name;
   answer_upstream_ = tier.names[replica_];
   first_token_ = Clock::now();
@@ -381,22 +399,27 @@ void ProxiedRequest::OnBufferedAnswer() {
                            {"X-Brisk-Upstream", answer_upstream_},
                            {"X-Brisk-Route", plan_.reason},
                            {"X-Brisk-Cost-Usd", fmt::format("{:.9f}", cost.cost_usd)},
-                           {"X-Brisk-Escalations", std::to_string(escalations_)}};
+                           {"X-Brisk-Escalations", std::to_string(escalations_)},
+                           {"traceparent", stages_.trace().Traceparent()}};
+  auto self = shared_from_this();
   if (client_stream_) {
     std::string sse = AnswerAsStream(answer, endpoint_ == Endpoint::kChat, wants_, cost);
     headers.push_back({"Content-Type", "text/event-stream"});
     client_started_ = true;
-    Finish(200, "completed", [res, headers, sse = std::move(sse)]() mutable {
+    headers.push_back({"Trailer", "Server-Timing"});
+    Finish(200, "completed", [res, self, headers, sse = std::move(sse)]() mutable {
       res->StartStream(200, headers);
       res->Write(std::move(sse));
-      res->End();
+      res->End({{"Server-Timing", self->FinishStages(200)}});
     });
     return;
   }
   headers.push_back({"Content-Type", "application/json"});
   client_started_ = true;
   Finish(200, "completed",
-         [res, headers, body = answer.dump(-1, ' ', false, Json::error_handler_t::replace)] {
+         [res, self, headers,
+          body = answer.dump(-1, ' ', false, Json::error_handler_t::replace)]() mutable {
+           headers.push_back({"Server-Timing", self->FinishStages(200)});
            res->Send(200, headers, body);
          });
 }
@@ -406,6 +429,8 @@ void ProxiedRequest::Escalate(const std::string& why) {
   core_->metrics->Escalations(from)->Inc();
   ++escalations_;
   ++tier_pos_;
+  on_candidate_ = false;
+  EnterTier();
   log::Debug("gateway: request {}: escalating from {} to {} ({})", request_id_, from,
              Tier().config->name, why);
   tried_.clear();
@@ -487,6 +512,7 @@ void ProxiedRequest::Finish(int status, const std::string& outcome, std::functio
   row.attempts = total_attempts_;
   row.escalations = escalations_;
   row.finish_reason = finish_reason_;
+  if (on_candidate_) row.rollout = arm_.rollout_id;
 
   GatewayMetrics& m = *core_->metrics;
   m.Requests(tier_name, caller_.feature, outcome)->Inc();
@@ -495,15 +521,18 @@ void ProxiedRequest::Finish(int status, const std::string& outcome, std::functio
       ->Inc(static_cast<double>(tokens_.prompt - tokens_.cached));
   m.Tokens(tier_name, caller_.feature, "cached_input")->Inc(static_cast<double>(tokens_.cached));
   m.Tokens(tier_name, caller_.feature, "output")->Inc(static_cast<double>(tokens_.output));
+  // Token spacing exists only in a live stream.
+  const double tpot_ms = ttft_ms >= 0 && tokens_.output > 1 && rewriter_
+                             ? (total_ms - ttft_ms) / static_cast<double>(tokens_.output - 1)
+                             : -1;
   if (outcome == "completed") {
     m.EndToEnd(tier_name)->Observe(total_ms / 1000);
-    if (ttft_ms >= 0) {
-      m.Ttft(tier_name)->Observe(ttft_ms / 1000);
-      if (tokens_.output > 1 && rewriter_) {  // token spacing exists only in a live stream
-        m.Tpot(tier_name)->Observe((total_ms - ttft_ms) / 1000 /
-                                   static_cast<double>(tokens_.output - 1));
-      }
-    }
+    if (ttft_ms >= 0) m.Ttft(tier_name)->Observe(ttft_ms / 1000);
+    if (tpot_ms >= 0) m.Tpot(tier_name)->Observe(tpot_ms / 1000);
+  }
+  if (outcome != "cancelled") RecordArm(status, ttft_ms, tpot_ms);
+  if (shadow_) {
+    core_->rollouts->BaselineAnswer(shadow_, status == 200 && outcome == "completed", answer_text_);
   }
   if (core_->budgets) {
     core_->budgets->Record(
@@ -513,10 +542,35 @@ void ProxiedRequest::Finish(int status, const std::string& outcome, std::functio
   if (core_->dashboard) core_->dashboard->Record(row);
   core_->active.fetch_sub(1);
   const std::string id = request_id_;
-  core_->ledger->Append(std::move(row), [respond = std::move(respond), id](const Status& st) {
-    if (!st.ok()) log::Error("gateway: ledger row of request {} not written: {}", id, st.message());
-    respond();
-  });
+  // The access line waits for the answer: its stages end when respond() ran.
+  AccessLogRecord access = AccessRecordOf(row);
+  core_->ledger->Append(
+      std::move(row), [respond = std::move(respond), id, self = shared_from_this(),
+                       access = std::move(access)](const Status& st) mutable {
+        if (!st.ok())
+          log::Error("gateway: ledger row of request {} not written: {}", id, st.message());
+        respond();
+        self->stages_.WriteAccess(*self->core_, std::move(access));
+      });
+}
+
+http::Headers ProxiedRequest::StreamHeaders() {
+  return {{"Content-Type", "text/event-stream"},
+          {"X-Request-Id", request_id_},
+          {"X-Brisk-Tier", answer_tier_},
+          {"X-Brisk-Upstream", answer_upstream_},
+          {"X-Brisk-Route", plan_.reason},
+          {"traceparent", stages_.trace().Traceparent()},
+          {"Server-Timing", stages_.HeadValue(Clock::now())},
+          {"Trailer", "Server-Timing"}};
+}
+
+std::string ProxiedRequest::FinishStages(int status) {
+  stages_.Finish(Clock::now());
+  stages_.Record(
+      *core_, endpoint_ == Endpoint::kChat ? "POST /v1/chat/completions" : "POST /v1/completions",
+      status);
+  return stages_.FinishedValue();
 }
 
 }  // namespace brisk::gateway

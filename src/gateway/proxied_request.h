@@ -20,6 +20,8 @@
 
 #include "gateway/answer_check.h"
 #include "gateway/gateway_core.h"
+#include "gateway/gateway_stages.h"
+#include "gateway/rollout_manager.h"
 #include "gateway/router.h"
 #include "gateway/stream_rewriter.h"
 #include "server/http_server.h"
@@ -30,6 +32,7 @@ struct Caller {
   std::string tenant;
   std::string key_name;
   std::string feature;
+  std::string traceparent;  // the client's W3C traceparent header ("" if none)
 };
 
 enum class Endpoint { kChat, kCompletions };
@@ -70,6 +73,13 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
   void SendError(int status, std::string_view type, std::string_view message, std::string_view code,
                  http::Headers extra = {});
   CostAnnotation Annotation() const;
+  // Rollouts (rollout_manager.h): which arm of the current tier serves this
+  // request, and the shadow copy sent to the candidate, if any.
+  void EnterTier();
+  // The candidate had no replica left to try before any byte reached the
+  // client: that counts against it, and the baseline answers instead.
+  void FallBackToBaseline();
+  void RecordArm(int status, double ttft_ms, double tpot_ms);
 
   std::shared_ptr<GatewayCore> core_;
   std::shared_ptr<http::Responder> res_;
@@ -112,6 +122,19 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
   std::string finish_reason_;
   std::string answer_tier_;
   std::string answer_upstream_;
+  RolloutArm arm_;
+  bool on_candidate_ = false;
+  std::shared_ptr<ShadowPair> shadow_;
+  int64_t shadow_seed_ = -1;  // set on both copies of a shadowed request without a seed
+  std::string answer_text_;   // the answer's text, for the shadow pair and the output check
+  GatewayStages stages_;      // latency budget and trace context (Server-Timing, traceparent)
+  // The head of the client's stream: ids, route, the stages so far, our
+  // traceparent, and the Trailer announcing the full Server-Timing.
+  http::Headers StreamHeaders();
+  // At the answer's last bytes: the whole budget (metrics, spans), as the
+  // Server-Timing value. Called from Finish()'s respond, without mu_: once
+  // finished_ is set nothing else touches stages_.
+  std::string FinishStages(int status);
 };
 
 }  // namespace brisk::gateway

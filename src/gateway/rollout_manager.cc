@@ -1,0 +1,569 @@
+#include "gateway/rollout_manager.h"
+
+#include <fmt/format.h>
+
+#include "gateway/answer_check.h"
+#include "gateway/gateway_core.h"
+#include "gateway/json_fields.h"
+#include "gateway/judge.h"
+#include "gateway/stream_rewriter.h"
+#include "gateway/utc_time.h"
+#include "server/header_gate.h"
+#include "util/log.h"
+
+namespace brisk::gateway {
+
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr size_t kAuditKept = 500;
+constexpr size_t kHistoryKept = 20;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void SendJson(http::Responder& res, int status, const Json& body) {
+  res.Send(status, {{"Content-Type", "application/json"}},
+           body.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+void SendError(http::Responder& res, int status, std::string_view code, std::string_view message) {
+  SendJson(res, status,
+           {{"error",
+             {{"message", message},
+              {"type", status >= 500 ? "server_error" : "invalid_request_error"},
+              {"param", nullptr},
+              {"code", code}}}});
+}
+
+// Compares every byte whatever the first difference, so the time taken does
+// not tell a guesser how much of the key was right.
+bool SameSecret(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i % b.size()]);
+  return diff == 0 && !b.empty();
+}
+
+// The candidate's config and runtime in one allocation: the runtime points
+// at the config, and requests in flight keep both alive (aliasing pointer).
+struct CandidateSet {
+  TierConfig config;
+  std::unique_ptr<TierRuntime> runtime;
+};
+
+}  // namespace
+
+struct ShadowPair {
+  std::mutex mu;
+  std::shared_ptr<Rollout> rollout;
+  Json request;  // the client's body
+  bool baseline_done = false, candidate_done = false, dropped = false;
+  std::string baseline, candidate;
+};
+
+struct RolloutManager::TierSlot {
+  std::shared_ptr<Rollout> rollout;  // the current one (finished ones move to history)
+  std::shared_ptr<TierRuntime> candidate;
+  std::deque<std::shared_ptr<Rollout>> history;
+};
+
+RolloutManager::RolloutManager(GatewayCore* core) : core_(core) {
+  for (size_t i = 0; i < core_->tiers.size(); ++i) tiers_.push_back(std::make_unique<TierSlot>());
+  const std::string& path = core_->config.rollout.audit_log;
+  if (!path.empty()) {
+    audit_file_.open(path, std::ios::app);
+    if (!audit_file_) log::Error("gateway: cannot open the rollout audit log '{}'", path);
+  }
+}
+
+RolloutManager::~RolloutManager() = default;
+
+RolloutArm RolloutManager::Assign(int tier, double dice, double dice2) {
+  std::lock_guard lock(mu_);
+  TierSlot& slot = *tiers_[tier];
+  RolloutArm arm;
+  if (!slot.rollout || slot.rollout->finished()) return arm;
+  arm.rollout = slot.rollout;
+  arm.rollout_id = slot.rollout->id();
+  if (dice < slot.rollout->CandidateShare()) {
+    arm.candidate = slot.candidate;
+  } else {
+    arm.shadow = dice2 < slot.rollout->ShadowShare();
+  }
+  return arm;
+}
+
+void RolloutManager::Record(const RolloutArm& arm, bool candidate, const ArmSample& sample) {
+  if (!arm.rollout) return;
+  std::lock_guard lock(mu_);
+  arm.rollout->Record(candidate, sample);
+  if (auto d = arm.rollout->Tick(RolloutClock::now())) Audit(*arm.rollout, *d);
+}
+
+void RolloutManager::Tick() {
+  std::lock_guard lock(mu_);
+  for (auto& slot : tiers_) {
+    if (!slot->rollout) continue;
+    if (auto d = slot->rollout->Tick(RolloutClock::now())) Audit(*slot->rollout, *d);
+  }
+}
+
+std::vector<std::shared_ptr<TierRuntime>> RolloutManager::Candidates() {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<TierRuntime>> out;
+  for (auto& slot : tiers_) {
+    if (slot->candidate) out.push_back(slot->candidate);
+  }
+  return out;
+}
+
+// --- Audit. ---
+
+void RolloutManager::WriteAudit(Json entry) {
+  log::Info("gateway: rollout audit: {}", entry.dump());
+  if (audit_file_) {
+    audit_file_ << entry.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
+    audit_file_.flush();
+  }
+  audit_.push_back(std::move(entry));
+  if (audit_.size() > kAuditKept) audit_.pop_front();
+}
+
+void RolloutManager::Audit(const Rollout& r, const RolloutDecision& d) {
+  const int64_t now = NowUnixMs();
+  Json e = {{"time", FormatRfc3339Ms(now)}, {"time_unix_ms", now},  {"rollout", r.id()},
+            {"tier", r.spec().tier},        {"who", d.who},         {"action", d.action},
+            {"from", StageName(d.from)},    {"to", StageName(d.to)}};
+  if (d.step >= 0) e["step"] = d.step;
+  if (d.to == RolloutStage::kCanary || d.to == RolloutStage::kPromoted) {
+    e["candidate_share"] = r.CandidateShare();
+  }
+  if (!d.metric.empty()) {
+    e["metric"] = d.metric;
+    e["value"] = d.value;
+    e["limit"] = d.limit;
+  }
+  if (!d.detail.empty()) e["detail"] = d.detail;
+  if (core_->metrics) {
+    core_->registry
+        .GetCounter("brisk_gateway_rollout_decisions_total",
+                    "Rollout transitions, by tier and action (start, advance, promote, rollback, "
+                    "abort, refused).",
+                    {{"tier", r.spec().tier}, {"action", d.action}})
+        ->Inc();
+  }
+  WriteAudit(std::move(e));
+}
+
+void RolloutManager::AuditRefusal(const std::string& tier, const std::string& who,
+                                  const std::string& why) {
+  const int64_t now = NowUnixMs();
+  core_->registry
+      .GetCounter("brisk_gateway_rollout_decisions_total",
+                  "Rollout transitions, by tier and action (start, advance, promote, rollback, "
+                  "abort, refused).",
+                  {{"tier", tier}, {"action", "refused"}})
+      ->Inc();
+  WriteAudit({{"time", FormatRfc3339Ms(now)},
+              {"time_unix_ms", now},
+              {"tier", tier},
+              {"who", who},
+              {"action", "refused"},
+              {"stage", "gate"},
+              {"detail", why}});
+}
+
+// --- Shadow pairs. ---
+
+std::shared_ptr<ShadowPair> RolloutManager::StartShadow(const RolloutArm& arm,
+                                                        const Json& client_body, Json upstream_body,
+                                                        bool chat, const std::string& request_id,
+                                                        const std::string& tenant,
+                                                        const std::string& key_name,
+                                                        const std::string& feature) {
+  std::shared_ptr<TierRuntime> cand;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& slot : tiers_) {
+      if (slot->rollout == arm.rollout) cand = slot->candidate;
+    }
+  }
+  if (!cand || cand->Model().empty()) return nullptr;
+  std::optional<int> pick;
+  {
+    std::lock_guard tl(cand->mu);
+    pick = cand->picker.Pick(0, {}, std::chrono::steady_clock::now());
+    if (pick) cand->picker.Started(*pick);
+  }
+  if (!pick) return nullptr;
+  auto pair = std::make_shared<ShadowPair>();
+  pair->rollout = arm.rollout;
+  pair->request = client_body;
+  upstream_body["model"] = cand->Model();
+  upstream_body["stream"] = false;
+  upstream_body.erase("stream_options");
+  UpstreamRequest req;
+  req.path = chat ? "/v1/chat/completions" : "/v1/completions";
+  req.headers = {{"Content-Type", "application/json"}, {"X-Request-Id", request_id + "-shadow"}};
+  const UpstreamConfig& up = cand->config->upstreams[*pick];
+  if (!up.api_key.empty()) req.headers.push_back({"Authorization", "Bearer " + up.api_key});
+  req.body = upstream_body.dump(-1, ' ', false, Json::error_handler_t::replace);
+
+  struct Call {
+    int status = 0;
+    std::string body;
+  };
+  auto call = std::make_shared<Call>();
+  const auto sent = std::chrono::steady_clock::now();
+  const int64_t sent_unix_ms = NowUnixMs();
+  const int replica = *pick;
+  UpstreamCallbacks cb;
+  cb.on_head = [call](int status, const HttpHeaders&) { call->status = status; };
+  cb.on_data = [call](std::string_view d) {
+    if (call->body.size() < (size_t{16} << 20)) call->body.append(d);
+  };
+  cb.on_done = [this, call, pair, cand, replica, sent, sent_unix_ms, request_id, tenant, key_name,
+                feature, chat, arm](const Status& st) {
+    const bool ok = st.ok() && call->status == 200;
+    {
+      std::lock_guard tl(cand->mu);
+      cand->picker.Finished(replica, ok ? RequestOutcome::kOk : RequestOutcome::kFailure,
+                            std::chrono::steady_clock::now());
+    }
+    AnswerFacts facts;
+    if (ok) {
+      Json answer = Json::parse(call->body, nullptr, false);
+      if (answer.is_object()) {
+        facts = ReadAnswer(answer);
+        facts.text = JudgeAnswerText(answer);  // tool calls too
+      }
+    }
+    ArmSample s;
+    s.time = RolloutClock::now();
+    s.status = ok ? 200 : (call->status == 429 ? 429 : 502);
+    if (ok && facts.finish_reason != "length") {
+      s.so_valid = StructuredValidity(pair->request, facts.text);
+    }
+    Record(arm, true, s);
+
+    LedgerRow row;
+    row.time_unix_ms = sent_unix_ms;
+    row.request_id = request_id + "-shadow";
+    row.tenant = tenant;
+    row.api_key_name = key_name;
+    row.feature = feature;
+    row.tier = cand->config->name;
+    row.upstream = cand->names[replica];
+    row.model = StringOr(pair->request, "model", "");
+    row.endpoint = chat ? "chat.completions" : "completions";
+    row.tokens = facts.tokens;
+    row.cost_usd = CostUsd(cand->config->prices, facts.tokens);
+    row.status = ok ? 200 : (call->status ? call->status : 502);
+    row.outcome = ok ? "completed" : "error";
+    row.total_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
+    row.finish_reason = facts.finish_reason;
+    row.shadow = true;
+    row.rollout = arm.rollout_id;
+    core_->ledger->Append(std::move(row), [](const Status&) {});
+    core_->registry
+        .GetCounter("brisk_gateway_shadow_requests_total",
+                    "Shadow copies sent to a rollout's candidate, by tier and outcome.",
+                    {{"tier", cand->config->name}, {"outcome", ok ? "completed" : "error"}})
+        ->Inc();
+
+    bool both = false;
+    {
+      std::lock_guard pl(pair->mu);
+      pair->candidate_done = true;
+      pair->dropped = pair->dropped || !ok;
+      pair->candidate = std::move(facts.text);
+      both = pair->baseline_done;
+    }
+    if (both) Judged(pair);
+  };
+  cand->clients[replica]->Send(std::move(req), std::move(cb));
+  return pair;
+}
+
+void RolloutManager::BaselineAnswer(const std::shared_ptr<ShadowPair>& pair, bool ok,
+                                    std::string text) {
+  if (!pair) return;
+  bool both = false;
+  {
+    std::lock_guard pl(pair->mu);
+    if (pair->baseline_done) return;
+    pair->baseline_done = true;
+    pair->dropped = pair->dropped || !ok;
+    pair->baseline = std::move(text);
+    both = pair->candidate_done;
+  }
+  if (both) Judged(pair);
+}
+
+Judge* RolloutManager::JudgeFor() {
+  // Called with mu_ held. The judge is the configured tier's (default: the
+  // last, the largest) first replica, once its model id is known.
+  if (judge_) return judge_.get();
+  int t = core_->config.rollout.judge_tier.empty()
+              ? static_cast<int>(core_->tiers.size()) - 1
+              : FindTier(core_->config, core_->config.rollout.judge_tier);
+  if (t < 0) return nullptr;
+  TierRuntime& tier = *core_->tiers[t];
+  std::string model = tier.Model();
+  if (model.empty()) return nullptr;
+  JudgeOptions opts;
+  opts.api_key = tier.config->upstreams[0].api_key;
+  opts.batch_priority = tier.config->upstreams[0].type == "brisk";
+  judge_ = std::make_unique<Judge>(tier.clients[0].get(), model, opts);
+  return judge_.get();
+}
+
+void RolloutManager::Judged(const std::shared_ptr<ShadowPair>& pair) {
+  if (pair->dropped) return;
+  JudgePair jp;
+  jp.request = pair->request;
+  jp.baseline = pair->baseline;
+  jp.candidate = pair->candidate;
+  auto done = [this, pair](const JudgeVerdict& v) {
+    std::lock_guard lock(mu_);
+    if (!v.Decided()) return;  // the judge failed: no score either way
+    pair->rollout->RecordJudge(v.Score(), v.position_inconsistent);
+    if (auto d = pair->rollout->Tick(RolloutClock::now())) Audit(*pair->rollout, *d);
+  };
+  JudgeVerdict checked = CheckPair(jp);
+  Judge* judge = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (NeedsLlm(checked)) judge = JudgeFor();
+    // The LLM judge's two calls (a long prompt each) land on the judge
+    // tier, which may serve callers too: one pair at a time, the others
+    // are scored by structure and agreement only (undecided ones dropped).
+    if (judge != nullptr && judge_busy_) {
+      ++judge_skipped_;
+      judge = nullptr;
+    }
+    if (judge != nullptr) judge_busy_ = true;
+  }
+  if (judge == nullptr) {
+    done(checked);
+    return;
+  }
+  judge->Score(std::move(jp), [this, done](JudgeVerdict v) {
+    {
+      std::lock_guard lock(mu_);
+      judge_busy_ = false;
+    }
+    done(v);
+  });
+}
+
+// --- Admin API. ---
+
+void RolloutManager::HandleAdmin(http::Request&& req, std::shared_ptr<http::Responder> res) {
+  const std::string& admin = core_->config.rollout.admin_key;
+  if (admin.empty()) {
+    return SendError(*res, 404, "admin_disabled",
+                     "the admin API is off: set rollout.admin_key in gateway.yaml");
+  }
+  auto token = BearerToken(req.Header("Authorization"));
+  if (!token || !SameSecret(*token, admin)) {
+    return SendError(*res, 401, "invalid_admin_key", "the admin API needs the admin key");
+  }
+  // Who: the admin key, and the person the CLI names (X-Brisk-Operator).
+  std::string who = "admin";
+  if (std::string_view op = req.Header("X-Brisk-Operator"); !op.empty() && op.size() <= 64) {
+    who += ":" + std::string(op);
+  }
+  const std::string& p = req.path;
+  if (req.method == "GET" && p == "/admin/rollouts") {
+    std::lock_guard lock(mu_);
+    return SendJson(*res, 200, StatusJson());
+  }
+  if (req.method == "GET" && p == "/admin/audit") {
+    std::lock_guard lock(mu_);
+    Json data = Json::array();
+    for (const Json& e : audit_) data.push_back(e);
+    return SendJson(*res, 200, {{"object", "list"}, {"data", data}});
+  }
+  Json body = Json::parse(req.body, nullptr, false);
+  if (!body.is_object()) {
+    return SendError(*res, 400, "invalid_json", "the request body is not a JSON object");
+  }
+  if (p == "/admin/rollouts") return Start(body, who, res);
+  if (p == "/admin/rollouts/promote") return Operator(body, true, who, *res);
+  if (p == "/admin/rollouts/abort") return Operator(body, false, who, *res);
+  SendError(*res, 404, "not_found", "no such admin route");
+}
+
+// The gate: the candidate's report must say the gate passed, and every
+// candidate upstream must serve exactly what it was measured on (its
+// serving key: the model file's bytes, precision, KV precision, engine
+// version; an OpenAI-compatible upstream: the model id).
+static std::string GateRefusal(const Json& report, const UpstreamConfig& up, const Json& models) {
+  if (!report.value("gate_passed", false)) {
+    return "the gate report does not say gate_passed: true (a failing or incomplete eval)";
+  }
+  if (!models.is_object() || !models.contains("data") || !models["data"].is_array() ||
+      models["data"].empty()) {
+    return fmt::format("{}: /v1/models lists no model", up.url);
+  }
+  const Json& m = models["data"][0];
+  if (up.type == "openai") {
+    const std::string want = StringOr(report, "model", "");
+    const std::string got = StringOr(m, "id", "");
+    return want == got ? ""
+                       : fmt::format("{} serves '{}', the report is of '{}'", up.url, got, want);
+  }
+  if (!m.contains("brisk") || !m["brisk"].is_object() || !m["brisk"].contains("serving_key")) {
+    return fmt::format("{} reports no serving key (not a brisk serve?)", up.url);
+  }
+  const Json& got = m["brisk"]["serving_key"];
+  const Json want = report.value("serving_key", Json());
+  if (!want.is_object()) return "the gate report has no serving_key (use --save-gate's report)";
+  if (StringOr(got, "id", "") != StringOr(want, "id", "")) {
+    return fmt::format("{} serves {}, the report is of {}", up.url, StringOr(got, "id", "?"),
+                       StringOr(want, "id", "?"));
+  }
+  return "";
+}
+
+void RolloutManager::Start(const Json& body, const std::string& who,
+                           std::shared_ptr<http::Responder> res) {
+  auto spec = ParseRolloutSpec(body);
+  if (!spec.ok()) return SendError(*res, 400, "invalid_rollout", spec.status().message());
+  const int t = FindTier(core_->config, spec->tier);
+  if (t < 0) {
+    return SendError(*res, 404, "tier_not_found", fmt::format("no tier '{}'", spec->tier));
+  }
+  {
+    std::lock_guard lock(mu_);
+    const auto& cur = tiers_[t]->rollout;
+    if (cur && !cur->finished()) {
+      return SendError(*res, 409, "rollout_in_progress",
+                       fmt::format("tier '{}' has rollout {} ({}); abort it first", spec->tier,
+                                   cur->id(), StageName(cur->stage())));
+    }
+  }
+  // The candidate's clients, hot from here on.
+  auto set = std::make_shared<CandidateSet>();
+  set->config = core_->config.tiers[t];
+  set->config.upstreams = spec->upstreams;
+  set->config.model = spec->model;
+  std::vector<std::string> names;
+  for (const UpstreamConfig& u : spec->upstreams) names.push_back(ReplicaName(u.url));
+  set->runtime = std::make_unique<TierRuntime>(names, MakePickerOptions(core_->config.replicas));
+  set->runtime->index = t;
+  set->runtime->config = &set->config;
+  set->runtime->names = names;
+  set->runtime->model = spec->model;
+  if (Status st = AddUpstreamClients(*core_, set->config, set->runtime.get()); !st.ok()) {
+    return SendError(*res, 400, "invalid_rollout", st.message());
+  }
+  std::shared_ptr<TierRuntime> cand(set, set->runtime.get());
+
+  struct Pending {
+    std::mutex mu;
+    int left = 0;
+    std::string refusal;
+    std::string model;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->left = static_cast<int>(spec->upstreams.size());
+  auto shared_spec = std::make_shared<RolloutSpec>(std::move(*spec));
+  for (size_t i = 0; i < shared_spec->upstreams.size(); ++i) {
+    UpstreamRequest req;
+    req.method = "GET";
+    req.path = "/v1/models";
+    const UpstreamConfig& up = shared_spec->upstreams[i];
+    if (!up.api_key.empty()) req.headers.push_back({"Authorization", "Bearer " + up.api_key});
+    cand->clients[i]->Fetch(std::move(req), [this, pending, shared_spec, cand, up, who, res,
+                                             t](Expected<std::pair<int, std::string>> r) {
+      std::string why;
+      Json models;
+      if (!r.ok()) {
+        why = fmt::format("{}: {}", up.url, r.status().message());
+      } else if (r->first != 200) {
+        why = fmt::format("{}: /v1/models answered HTTP {}", up.url, r->first);
+      } else {
+        models = Json::parse(r->second, nullptr, false);
+        why = GateRefusal(shared_spec->gate_report, up, models);
+      }
+      std::lock_guard pl(pending->mu);
+      if (!why.empty() && pending->refusal.empty()) pending->refusal = why;
+      if (why.empty() && pending->model.empty())
+        pending->model = StringOr(models["data"][0], "id", "");
+      if (--pending->left > 0) return;
+      if (!pending->refusal.empty()) {
+        std::lock_guard lock(mu_);
+        AuditRefusal(shared_spec->tier, who, pending->refusal);
+        return SendError(*res, 412, "gate_not_passed",
+                         "the candidate did not pass the gate: " + pending->refusal);
+      }
+      {
+        std::lock_guard ml(cand->mu);
+        if (cand->model.empty()) cand->model = pending->model;
+      }
+      std::lock_guard lock(mu_);
+      TierSlot& slot = *tiers_[t];
+      if (slot.rollout && !slot.rollout->finished()) {
+        return SendError(*res, 409, "rollout_in_progress", "another rollout started meanwhile");
+      }
+      if (slot.rollout) {
+        slot.history.push_back(std::move(slot.rollout));
+        if (slot.history.size() > kHistoryKept) slot.history.pop_front();
+      }
+      const auto now = RolloutClock::now();
+      const std::string id =
+          fmt::format("ro-{}-{}-{}", shared_spec->tier, core_->created_unix, ++next_id_);
+      slot.rollout = std::make_shared<Rollout>(id, *shared_spec, who, now);
+      slot.candidate = cand;
+      RolloutDecision d;
+      d.action = "start";
+      d.who = who;
+      d.from = d.to = slot.rollout->stage();
+      d.step = slot.rollout->step();
+      d.detail = fmt::format(
+          "candidate {} passed the gate",
+          StringOr(shared_spec->gate_report.value("serving_key", Json()), "id", pending->model));
+      Audit(*slot.rollout, d);
+      SendJson(*res, 201, slot.rollout->StatusJson(now));
+    });
+  }
+}
+
+Json RolloutManager::StatusJson() {
+  Json data = Json::array();
+  const auto now = RolloutClock::now();
+  for (auto& slot : tiers_) {
+    if (slot->rollout) data.push_back(slot->rollout->StatusJson(now));
+    for (auto it = slot->history.rbegin(); it != slot->history.rend(); ++it) {
+      data.push_back((*it)->StatusJson(now));
+    }
+  }
+  return {{"object", "list"}, {"data", data}, {"judge_skipped_busy", judge_skipped_}};
+}
+
+void RolloutManager::Operator(const Json& body, bool promote, const std::string& who,
+                              http::Responder& res) {
+  const std::string tier = StringOr(body, "tier", "");
+  const int t = FindTier(core_->config, tier);
+  if (t < 0) return SendError(res, 404, "tier_not_found", fmt::format("no tier '{}'", tier));
+  std::lock_guard lock(mu_);
+  TierSlot& slot = *tiers_[t];
+  if (!slot.rollout) {
+    return SendError(res, 409, "no_rollout", fmt::format("tier '{}' has no rollout", tier));
+  }
+  const auto now = RolloutClock::now();
+  auto d = promote ? slot.rollout->Promote(who, now) : slot.rollout->Abort(who, now);
+  if (!d.ok()) return SendError(res, 409, "rollout_state", d.status().message());
+  Audit(*slot.rollout, *d);
+  SendJson(res, 200, slot.rollout->StatusJson(now));
+}
+
+}  // namespace brisk::gateway
