@@ -79,12 +79,13 @@ Status CheckDistribution(const EvalFlags& f, const Expected<nlohmann::json>& bri
     return Status::Ok();
   };
   if (!brisk.ok()) return not_run(brisk.status().message());
-  if (!brisk->contains("serving_key")) {
-    return not_run(
-        "the server runs the model file's native precision with an F16 KV cache, the check's "
-        "reference itself");
-  }
+  const char* kReference =
+      "the server runs the model file's native precision with an F16 KV cache, the check's "
+      "reference itself";
+  if (!brisk->contains("serving_key")) return not_run(kReference);
   ASSIGN_OR_RETURN(ServingKey key, ServingKey::FromJson((*brisk)["serving_key"]));
+  // A native server started with --serving-key (a new model file's gate).
+  if (key.precision == "native" && key.kv_precision == "f16") return not_run(kReference);
   const std::string path = f.model_file.empty() ? DefaultModelPath() : f.model_file;
   auto file = GgufFile::Open(path);
   Status usable =

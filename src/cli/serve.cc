@@ -32,6 +32,7 @@ struct ServeFlags {
   std::string precision;     // "" = the config's model.precision
   std::string kv_precision;  // "" = the config's cache.kv_precision
   bool allow_ungated = false;
+  bool serving_key = false;
   std::string gate_dir;  // "" = DefaultGateDir()
   bool no_prefix_cache = false;
   bool static_batching = false;
@@ -115,10 +116,16 @@ int RunServe(const ServeFlags& f) {
   bool gated = true;
   std::string gate_report;
   const bool changed = precision->to.has_value() || *kv_type != KvType::kF16;
-  if (changed) {
+  // --serving-key: the file's own precision reports its key too, so a new
+  // model file can pass a gate of its own (`brisk eval golden --save-gate`,
+  // then the gateway's rollout gate), at the cost of hashing the file.
+  const bool keyed = changed || f.serving_key;
+  if (keyed) {
     key.model_hash = ModelFileHash((*model)->file().bytes());
     key.precision = cfg.model.precision;
     key.kv_precision = cfg.cache.kv_precision;
+  }
+  if (changed) {
     auto report = FindPassingGateReport(gate_dir, key);
     if (report.ok()) {
       gate_report = *report;
@@ -148,10 +155,8 @@ int RunServe(const ServeFlags& f) {
   nlohmann::ordered_json info = {{"precision", cfg.model.precision},
                                  {"kv_precision", cfg.cache.kv_precision},
                                  {"gated", gated}};
-  if (changed) {
-    info["serving_key"] = key.ToJson();
-    info["gate_report"] = gate_report;
-  }
+  if (keyed) info["serving_key"] = key.ToJson();
+  if (changed) info["gate_report"] = gate_report;
   server.SetServingInfo(info);
   server.registry()
       .GetGauge("brisk:serving_ungated",
@@ -235,6 +240,9 @@ CommandRunner RegisterServe(CLI::App& app) {
   app.add_flag("--allow-ungated", f->allow_ungated,
                "serve a converted precision or KV precision without a passing golden-set gate "
                "report");
+  app.add_flag("--serving-key", f->serving_key,
+               "report the serving key (the model file's hash) at the file's own precision too, "
+               "for a rollout candidate's gate (hashes the file at startup)");
   app.add_option("--gate-dir", f->gate_dir,
                  "gate reports (default $BRISK_GATE_DIR, else ~/.cache/brisk/gates)");
   app.add_flag("--no-prefix-cache", f->no_prefix_cache, "turn the prefix cache off");

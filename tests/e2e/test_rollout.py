@@ -181,6 +181,34 @@ def test_gate_refuses_a_candidate_without_a_passing_report(brisk_bin, world):
     assert all(r["stage"] != "shadow" and r["stage"] != "canary" for r in status(brisk_bin, gw))
 
 
+def test_a_native_candidate_passes_with_its_own_serving_key(brisk_bin, world, tmp_path):
+    """A new model file at its own precision (here the same file: the
+    mechanism is the key) reports its key with --serving-key, gets a gate
+    report of its own, and passes the gateway's gate."""
+    gates = tmp_path / "gates"
+    native = serve(brisk_bin, gates, "--serving-key")
+    try:
+        golden = tmp_path / "facts.jsonl"
+        golden.write_text("\n".join(open(FACTS).read().splitlines()[:4]) + "\n")
+        (tmp_path / "facts.gate.yaml").write_text("min_pass_rate: 0.0\nmax_kld: 0.05\n")
+        r = subprocess.run([brisk_bin, "eval", "golden", "--set", str(golden), "--url",
+                            native.url, "--save-gate", str(gates)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert "reference itself" in r.stderr  # no distribution check against itself
+        [report] = gates.glob("*-native-kvf16-*.json")
+        r = rollout(brisk_bin, world["gw"], "start", "--tier", "small", "--upstream", native.url,
+                    "--gate-report", str(report), "--json")
+        assert r.returncode == 0, r.stderr
+        ro = json.loads(r.stdout)
+        r = rollout(brisk_bin, world["gw"], "abort", "--tier", "small", "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)["stage"] == "aborted", r.stderr
+    finally:
+        native.stop()
+    assert [e["action"] for e in audit(brisk_bin, world["gw"])
+            if e.get("rollout") == ro["id"]] == ["start", "abort"]
+
+
 def test_good_candidate_goes_through_shadow_and_canary_to_promoted(brisk_bin, world):
     gw = world["gw"]
     traffic = Traffic(gw)
