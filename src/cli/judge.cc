@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "gateway/calibrate.h"
 #include "gateway/upstream_client.h"
@@ -45,10 +46,8 @@ struct KnownPair {
   bool candidate_better = false;
 };
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "brisk judge: %s\n", s.message().c_str());
-  return 2;
-}
+// Exit 2: a bad pairs file or no judge server (see the top of this file).
+int Fail(const Status& s) { return FailCommand("brisk judge", s, 2); }
 
 Expected<std::vector<KnownPair>> ReadPairs(const std::string& path) {
   std::ifstream in(path);

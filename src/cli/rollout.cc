@@ -14,11 +14,10 @@
 #include <boost/asio/io_context.hpp>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "gateway/upstream_client.h"
 #include "server/serving_gate.h"
@@ -44,10 +43,7 @@ struct RolloutFlags {
   bool json = false;
 };
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "brisk rollout: %s\n", s.message().c_str());
-  return 1;
-}
+int Fail(const Status& s) { return FailCommand("brisk rollout", s, 1); }
 
 Expected<std::pair<int, std::string>> Call(const std::string& base, const std::string& method,
                                            const std::string& path, const std::string& key,
@@ -67,16 +63,6 @@ Expected<std::pair<int, std::string>> Call(const std::string& base, const std::s
     req.headers.push_back({"X-Brisk-Operator", user});
   }
   return gateway::FetchBlocking(*client, io, std::move(req));
-}
-
-Expected<Json> ReadJsonFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return InvalidArgument("cannot read '{}'", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Json j = Json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) return InvalidArgument("'{}' is not JSON", path);
-  return j;
 }
 
 // The passing report for what `upstream` serves, from `dir`.

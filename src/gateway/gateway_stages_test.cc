@@ -8,12 +8,19 @@ namespace {
 using std::chrono::microseconds;
 using Clock = GatewayStages::Clock;
 
+// The stages an upstream exchange begins with: admitted, routed and connected
+// at these microseconds after t0.
+void StartExchange(GatewayStages& s, Clock::time_point t0, int started_us, int picked_us,
+                   int connected_us) {
+  s.Started(t0 + microseconds(started_us));
+  s.Picked(t0 + microseconds(picked_us));
+  s.Connected(t0 + microseconds(connected_us));
+}
+
 TEST(GatewayStages, UpstreamStagesSplitTheExchangeAndAllAddUpToTotal) {
   const Clock::time_point t0 = Clock::now();
   GatewayStages s(t0, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
-  s.Started(t0 + microseconds(100));
-  s.Picked(t0 + microseconds(150));
-  s.Connected(t0 + microseconds(400));
+  StartExchange(s, t0, 100, 150, 400);
   // The engine's head (a stream's: tokenize only), then its trailer.
   s.UpstreamTiming("tokenize;dur=0.5");
   s.UpstreamTiming(
@@ -61,9 +68,7 @@ TEST(GatewayStages, ARetryStartsTheUpstreamPartAfresh) {
 TEST(GatewayStages, HeadValueHasWhatIsKnownBeforeTheFirstByte) {
   const Clock::time_point t0 = Clock::now();
   GatewayStages s(t0, "");
-  s.Started(t0 + microseconds(10));
-  s.Picked(t0 + microseconds(20));
-  s.Connected(t0 + microseconds(30));
+  StartExchange(s, t0, 10, 20, 30);
   s.UpstreamTiming("tokenize;dur=0.25");
   EXPECT_EQ(s.HeadValue(t0 + microseconds(40)),
             "admission;dur=0.01, route;dur=0.01, connect;dur=0.01, tokenize;dur=0.25");

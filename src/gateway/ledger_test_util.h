@@ -329,6 +329,50 @@ inline void CheckShadowRows(Ledger& ledger) {
   }
 }
 
+// The rollup grouped by `g` with shadow filter `f`; empty (and a failure)
+// when the query fails.
+inline std::vector<CostGroup> QueryGroups(Ledger& ledger, ShadowFilter f,
+                                          GroupBy g = GroupBy::kFeature) {
+  CostQuery q;
+  q.shadow = f;
+  q.group_by = g;
+  auto got = ledger.Query(q);
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+  return got.ok() ? *got : std::vector<CostGroup>{};
+}
+
+// A table from before rollouts holding one row, old-1 (acme-key, "chat",
+// $0.25), opened read-only: the row reads as the callers' outside any rollout.
+inline void CheckOlderTableReadsAsCallers(Ledger& ro) {
+  auto bill = QueryGroups(ro, ShadowFilter::kExclude);
+  ASSERT_EQ(bill.size(), 1u);
+  EXPECT_EQ(bill[0].cost_usd, 0.25);
+  EXPECT_TRUE(QueryGroups(ro, ShadowFilter::kOnly).empty());
+  auto by_rollout = QueryGroups(ro, ShadowFilter::kInclude, GroupBy::kRollout);
+  ASSERT_EQ(by_rollout.size(), 1u);
+  EXPECT_EQ(by_rollout[0].key, "");
+  EXPECT_EQ(*ro.SpendSince("acme-key", false, 0), 0.25);
+}
+
+// The same table once upgraded (opened read-write): a shadow row of rollout
+// r1 appended to it stays apart from old-1's bill and budget.
+inline void CheckShadowOnUpgradedTable(Ledger& ledger) {
+  LedgerRow shadow = Row("old-1-shadow", kDec1Ms + 1, "chat", "large");
+  shadow.shadow = true;
+  shadow.rollout = "r1";
+  EXPECT_EQ(AppendAll(ledger, {shadow}), 1);
+  EXPECT_EQ(*ledger.CountRows(), 2);
+  auto bill = QueryGroups(ledger, ShadowFilter::kExclude);
+  ASSERT_EQ(bill.size(), 1u);
+  EXPECT_EQ(bill[0].requests, 1);
+  EXPECT_EQ(bill[0].cost_usd, 0.25);
+  auto only = QueryGroups(ledger, ShadowFilter::kOnly, GroupBy::kRollout);
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_EQ(only[0].key, "r1");
+  EXPECT_NEAR(only[0].cost_usd, shadow.cost_usd, 1e-12);
+  EXPECT_EQ(*ledger.SpendSince("acme-key", false, 0), 0.25);
+}
+
 // Every callback fires after its row is readable (through `reader`, another
 // connection to the same ledger) and with ok.
 inline void CheckCallbacksAfterCommit(Ledger& ledger, Ledger& reader) {

@@ -202,25 +202,10 @@ INSERT INTO brisk_ledger (time_unix_ms, request_id, tenant, api_key_name, featur
 VALUES (1796083200000, 'old-1', 'acme', 'acme-key', 'chat', 'small', 'u', 'm',
   'chat.completions', 100, 20, 50, 0.25, 200, 'completed', true, 12.5, 240.25, 1, 0, 'stop'))sql"),
             "");
-  auto query = [](Ledger& ledger, ShadowFilter f, GroupBy g = GroupBy::kFeature) {
-    CostQuery q;
-    q.shadow = f;
-    q.group_by = g;
-    auto got = ledger.Query(q);
-    EXPECT_TRUE(got.ok()) << got.status().ToString();
-    return got.ok() ? *got : std::vector<CostGroup>{};
-  };
   {
     auto ro = Open(LedgerMode::kReadOnly);
     ASSERT_TRUE(ro);
-    auto bill = query(*ro, ShadowFilter::kExclude);
-    ASSERT_EQ(bill.size(), 1u);
-    EXPECT_EQ(bill[0].cost_usd, 0.25);
-    EXPECT_TRUE(query(*ro, ShadowFilter::kOnly).empty());
-    auto by_rollout = query(*ro, ShadowFilter::kInclude, GroupBy::kRollout);
-    ASSERT_EQ(by_rollout.size(), 1u);
-    EXPECT_EQ(by_rollout[0].key, "");
-    EXPECT_EQ(*ro->SpendSince("acme-key", false, 0), 0.25);
+    ASSERT_NO_FATAL_FAILURE(test::CheckOlderTableReadsAsCallers(*ro));
   }
   EXPECT_EQ(Sql(url_,
                 "SELECT count(*) FROM information_schema.columns WHERE table_name = "
@@ -237,18 +222,7 @@ VALUES (1796083200000, 'old-1', 'acme', 'acme-key', 'chat', 'small', 'u', 'm',
                 "SELECT shadow || '|' || rollout FROM brisk_ledger WHERE request_id = "
                 "'old-1'"),
             "false|");
-  LedgerRow shadow = Row("old-1-shadow", kDec1Ms + 1, "chat", "large");
-  shadow.shadow = true;
-  shadow.rollout = "r1";
-  EXPECT_EQ(test::AppendAll(*ledger, {shadow}), 1);
-  auto bill = query(*ledger, ShadowFilter::kExclude);
-  ASSERT_EQ(bill.size(), 1u);
-  EXPECT_EQ(bill[0].requests, 1);
-  auto only = query(*ledger, ShadowFilter::kOnly, GroupBy::kRollout);
-  ASSERT_EQ(only.size(), 1u);
-  EXPECT_EQ(only[0].key, "r1");
-  EXPECT_NEAR(only[0].cost_usd, shadow.cost_usd, 1e-12);
-  EXPECT_EQ(*ledger->SpendSince("acme-key", false, 0), 0.25);
+  ASSERT_NO_FATAL_FAILURE(test::CheckShadowOnUpgradedTable(*ledger));
   ledger.reset();
   ASSERT_TRUE(Open());  // a second open finds nothing to add
   EXPECT_EQ(*Open(LedgerMode::kReadOnly)->CountRows(), 2);

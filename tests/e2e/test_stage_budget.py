@@ -100,6 +100,21 @@ def check_budget(stages, names, wall_ms):
     assert total <= wall_ms, (stages, wall_ms)
 
 
+def chat_with_budget(client, model, stage_names):
+    """A chat completion through the openai client's raw response, joining
+    TRACEPARENT: (raw response, its Server-Timing stages), the stages already
+    checked to add up within the client's wall time."""
+    t0 = time.perf_counter()
+    raw = client.chat.completions.with_raw_response.create(
+        model=model, messages=MSG, max_tokens=16, temperature=0,
+        extra_headers={"traceparent": TRACEPARENT})
+    wall_ms = (time.perf_counter() - t0) * 1e3
+    assert raw.parse().choices[0].message.content is not None
+    stages = timing(raw.headers["server-timing"])
+    check_budget(stages, stage_names, wall_ms)
+    return raw, stages
+
+
 def raw_request(url, path, body, headers=None):
     """POST over a plain socket: (status, headers, body, trailers); reads the
     chunked framing itself, since HTTP client libraries drop trailers."""
@@ -136,15 +151,7 @@ def engine_config(collector):
 
 def test_serve_server_timing_metrics_access_log_and_spans(make_server, collector):
     s = make_server(config_text=engine_config(collector))
-    c = s.client()
-    t0 = time.perf_counter()
-    raw = c.chat.completions.with_raw_response.create(
-        model=MODEL_ID, messages=MSG, max_tokens=16, temperature=0,
-        extra_headers={"traceparent": TRACEPARENT})
-    wall_ms = (time.perf_counter() - t0) * 1e3
-    assert raw.parse().choices[0].message.content is not None
-    stages = timing(raw.headers["server-timing"])
-    check_budget(stages, ENGINE_STAGES, wall_ms)
+    raw, stages = chat_with_budget(s.client(), MODEL_ID, ENGINE_STAGES)
     assert stages["decode"] > 0 and stages["prefill"] > 0
     tp = raw.headers["traceparent"].split("-")
     assert (tp[0], tp[1], tp[3]) == ("00", TRACE_ID, "01") and tp[2] != "00f067aa0ba902b7"
@@ -206,15 +213,7 @@ def test_gateway_joins_engine_stages_and_trace(make_server, brisk_bin, collector
     gw = start_gateway(brisk_bin, cfg, tmp_path / "ledger.db")
     try:
         wait_models_known(gw, 1)
-        c = gateway_client(gw)
-        t0 = time.perf_counter()
-        raw = c.chat.completions.with_raw_response.create(
-            model="small", messages=MSG, max_tokens=16, temperature=0,
-            extra_headers={"traceparent": TRACEPARENT})
-        wall_ms = (time.perf_counter() - t0) * 1e3
-        assert raw.parse().choices[0].message.content is not None
-        stages = timing(raw.headers["server-timing"])
-        check_budget(stages, GATEWAY_STAGES, wall_ms)
+        raw, stages = chat_with_budget(gateway_client(gw), "small", GATEWAY_STAGES)
         assert stages["prefill"] > 0 and stages["decode"] > 0
         gw_span = raw.headers["traceparent"].split("-")
         assert gw_span[1] == TRACE_ID
