@@ -11,6 +11,7 @@
 #include "gateway/stream_rewriter.h"
 #include "gateway/upstream_client.h"
 #include "server/config_yaml.h"
+#include "util/wilson.h"
 
 namespace brisk::eval {
 namespace {
@@ -110,7 +111,8 @@ EvalReport Summarize(std::vector<CaseResult> cases, const GateThresholds& gate) 
   }
   const int n = static_cast<int>(cases.size());
   r.pass_rate = n > 0 ? static_cast<double>(r.passed) / n : 0;
-  r.pass_rate_lower_bound = WilsonLowerBound(r.passed, n);
+  // The pass rate the set shows with 95% confidence (0 for no cases).
+  r.pass_rate_lower_bound = WilsonScoreInterval(r.passed, n, kWilsonZ95OneSided).lower;
   r.latency_p50_ms = Percentile(latencies, 0.5);
   r.latency_p95_ms = Percentile(latencies, 0.95);
   r.cases = std::move(cases);

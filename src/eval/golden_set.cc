@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <memory>
 #include <set>
 
@@ -199,14 +198,6 @@ std::string CheckAnswer(const GoldenCheck& check, std::string_view answer) {
     }
   }
   return "unknown check";
-}
-
-double WilsonLowerBound(int passed, int n, double z) {
-  if (n <= 0) return 0;
-  const double p = static_cast<double>(passed) / n, z2 = z * z;
-  const double centre = p + z2 / (2.0 * n);
-  const double spread = z * std::sqrt(p * (1 - p) / n + z2 / (4.0 * n * n));
-  return std::max(0.0, (centre - spread) / (1 + z2 / n));
 }
 
 }  // namespace brisk::eval

@@ -52,9 +52,4 @@ Expected<std::vector<GoldenCase>> ParseGoldenSet(std::string_view text, std::str
 // "" when `answer` passes the check, else why not (for the report).
 std::string CheckAnswer(const GoldenCheck& check, std::string_view answer);
 
-// The lower end of the one-sided Wilson score interval of passed/n at the
-// given confidence's z (95%: 1.6449): the pass rate the set shows with that
-// confidence. 0 for n = 0.
-double WilsonLowerBound(int passed, int n, double z = 1.6448536269514722);
-
 }  // namespace brisk::eval

@@ -85,17 +85,6 @@ TEST(GoldenSet, Checks) {
   EXPECT_NE(check(schema, R"({"n": "3"})").find("schema_mismatch"), std::string::npos);
 }
 
-TEST(GoldenSet, WilsonLowerBound) {
-  EXPECT_EQ(WilsonLowerBound(0, 0), 0);
-  EXPECT_EQ(WilsonLowerBound(0, 10), 0);
-  // One-sided 95% (z = 1.6449, the two-sided 90% interval's lower end),
-  // computed separately in Python from Wilson's closed form.
-  EXPECT_NEAR(WilsonLowerBound(18, 24), 0.5845, 1e-4);
-  EXPECT_NEAR(WilsonLowerBound(10, 10), 0.7871, 1e-4);
-  EXPECT_NEAR(WilsonLowerBound(50, 100), 0.4188, 1e-4);
-  EXPECT_LT(WilsonLowerBound(9, 10), 0.9);
-}
-
 TEST(GoldenGate, ParsesAndApplies) {
   auto g = ParseGate("min_pass_rate: 0.5\nmin_pass_rate_lower_bound: 0.6\n", "g.yaml");
   ASSERT_TRUE(g.ok()) << g.status().ToString();

@@ -2,10 +2,12 @@
 // Any bytes, as (1) gateway.yaml, (2) an upstream's SSE stream fed in two
 // pieces, (3) an upstream's whole JSON answer, (4) a /v1/cost query string,
 // (5) a client's JSON Schema and an answer checked against it (the cascade's
-// AnswerCheck, valijson inside), must give a value or a clean error, never a
-// crash; what comes out must keep its invariants (a parsed config names real
-// tiers; rewritten SSE events are JSON or [DONE]; costs are finite and not
-// negative; a schema is either checked or says why not).
+// AnswerCheck, valijson inside), (6) an /admin/rollouts start body (the
+// rollout spec), must give a value or a clean error, never a crash; what comes
+// out must keep its invariants (a parsed config names real tiers; rewritten
+// SSE events are JSON or [DONE]; costs are finite and not negative; a schema
+// is either checked or says why not; a rollout spec is in range and parses
+// again from its own JSON).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include "gateway/answer_check.h"
 #include "gateway/cost_report.h"
 #include "gateway/gateway_config.h"
+#include "gateway/rollout.h"
 #include "gateway/stream_rewriter.h"
 
 namespace {
@@ -26,6 +29,23 @@ using Json = nlohmann::json;
 
 void Check(bool ok) {
   if (!ok) std::abort();
+}
+
+void CheckShare(double share) { Check(std::isfinite(share) && share >= 0 && share <= 1); }
+
+void CheckRolloutSpec(const RolloutSpec& s) {
+  Check(!s.tier.empty() && !s.upstreams.empty() && !s.canary.empty());
+  for (const UpstreamConfig& u : s.upstreams) {
+    Check(u.url.starts_with("http://") && (u.type == "brisk" || u.type == "openai"));
+  }
+  CheckShare(s.shadow_share);
+  double prev = 0;
+  for (const CanaryStep& c : s.canary) {
+    CheckShare(c.share);
+    Check(c.share > prev);
+    prev = c.share;
+  }
+  Check(s.gate_report.is_object());
 }
 
 void CheckEvents(const std::string& sse) {
@@ -42,7 +62,7 @@ void CheckEvents(const std::string& sse) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0: {
       auto c = ParseGatewayConfig(input, "fuzz.yaml");
       if (c.ok()) {
@@ -97,6 +117,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const std::string verdict = c.Check(answer);
       Check(verdict.empty() || verdict == "invalid_json" || verdict == "too_deep" ||
             verdict == "schema_mismatch");
+      break;
+    }
+    case 5: {  // POST /admin/rollouts, parsed as RolloutManager::HandleAdmin does
+      Json body = Json::parse(input, nullptr, false);
+      if (body.is_discarded()) break;
+      auto spec = ParseRolloutSpec(body);
+      if (!spec.ok()) break;
+      CheckRolloutSpec(*spec);
+      // The spec as the status API shows it (keys and report left out) is a
+      // body the parser takes back, to the same spec.
+      Json again = RolloutSpecJson(*spec);
+      again["gate_report"] = spec->gate_report;
+      auto back = ParseRolloutSpec(again);
+      Check(back.ok());
+      Check(back->tier == spec->tier && back->model == spec->model &&
+            back->upstreams.size() == spec->upstreams.size() &&
+            back->canary.size() == spec->canary.size() &&
+            back->shadow_share == spec->shadow_share &&
+            back->thresholds.min_judge_score == spec->thresholds.min_judge_score);
       break;
     }
   }

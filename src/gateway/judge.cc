@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -450,21 +449,6 @@ void Judge::Score(JudgePair pair, std::function<void(JudgeVerdict)> done) {
       cb(std::move(out));
     });
   }
-}
-
-WinRate WilsonInterval(double score_sum, int64_t n, double z) {
-  WinRate w;
-  w.n = n;
-  if (n <= 0) return w;
-  const double nn = static_cast<double>(n);
-  const double p = std::clamp(score_sum / nn, 0.0, 1.0);
-  const double z2 = z * z;
-  const double center = (p + z2 / (2 * nn)) / (1 + z2 / nn);
-  const double half = z * std::sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn)) / (1 + z2 / nn);
-  w.mean = p;
-  w.lower = std::max(0.0, center - half);
-  w.upper = std::min(1.0, center + half);
-  return w;
 }
 
 }  // namespace brisk::gateway

@@ -24,6 +24,7 @@
 // answer valid) or when the answers agree exactly (a tie by definition).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -31,6 +32,7 @@
 #include <string_view>
 
 #include "util/status.h"
+#include "util/wilson.h"
 
 namespace brisk::gateway {
 
@@ -137,8 +139,19 @@ struct WinRate {
   double lower = 0;
   double upper = 1;
 };
-// Wilson score interval of the mean of n scores in [0, 1] (score_sum their
-// sum) at normal quantile z; n = 0 gives [0, 1].
-WinRate WilsonInterval(double score_sum, int64_t n, double z = 1.96);
+// The mean of n scores in [0, 1] (score_sum their sum) and its Wilson score
+// interval (util/wilson.h) at normal quantile z; n = 0 gives [0, 1]. Inline
+// so that rollout.cc (and the parsers' fuzz target, which compiles it
+// without the judge) needs nothing of judge.cc.
+inline WinRate WilsonInterval(double score_sum, int64_t n, double z = kWilsonZ95TwoSided) {
+  WinRate w;
+  w.n = n;
+  if (n <= 0) return w;
+  w.mean = std::clamp(score_sum / static_cast<double>(n), 0.0, 1.0);
+  const WilsonBounds b = WilsonScoreInterval(score_sum, n, z);
+  w.lower = b.lower;
+  w.upper = b.upper;
+  return w;
+}
 
 }  // namespace brisk::gateway

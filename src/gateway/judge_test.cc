@@ -8,9 +8,11 @@
 #include <future>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "gateway/upstream_client_test_util.h"
 #include "server/http_test_util.h"
+#include "util/wilson.h"
 
 namespace brisk::gateway {
 namespace {
@@ -211,29 +213,23 @@ TEST(JudgeAnswerText, ContentToolCallsOrCompletionText) {
   EXPECT_EQ(JudgeAnswerText(Json::parse(R"({"error":{}})")), "");
 }
 
-TEST(JudgeWilson, KnownValues) {
-  // Wilson 95% intervals (z = 1.96) of k successes in n, as tabulated.
-  struct Case {
-    double sum;
-    int64_t n;
-    double lower, upper;
-  };
-  const Case cases[] = {{5, 10, 0.2366, 0.7634},
-                        {8, 10, 0.4902, 0.9433},
-                        {0, 10, 0.0, 0.2775},
-                        {10, 10, 0.7225, 1.0},
-                        {50, 100, 0.4038, 0.5962}};
-  for (const Case& c : cases) {
-    WinRate w = WilsonInterval(c.sum, c.n);
-    EXPECT_EQ(w.n, c.n);
-    EXPECT_NEAR(w.mean, c.sum / c.n, 1e-12);
-    EXPECT_NEAR(w.lower, c.lower, 1e-4) << c.sum << "/" << c.n;
-    EXPECT_NEAR(w.upper, c.upper, 1e-4) << c.sum << "/" << c.n;
+TEST(JudgeWilson, WinRateIsTheMeanAndItsWilsonInterval) {
+  // The interval's own values are tested in util/wilson_test.cc.
+  const std::pair<double, int64_t> cases[] = {{5, 10}, {8, 10}, {0, 10}, {10, 10}, {50, 100}};
+  for (const auto& [sum, n] : cases) {
+    WinRate w = WilsonInterval(sum, n);
+    const WilsonBounds b = WilsonScoreInterval(sum, n, kWilsonZ95TwoSided);
+    EXPECT_EQ(w.n, n);
+    EXPECT_NEAR(w.mean, sum / n, 1e-12);
+    EXPECT_EQ(w.lower, b.lower) << sum << "/" << n;
+    EXPECT_EQ(w.upper, b.upper) << sum << "/" << n;
   }
-  // Ties count half: 3 wins and 4 ties of 10 is a mean of 0.5.
+  // Ties count half: 3 wins and 4 ties of 10 is a mean of 0.5, the
+  // interval of 5 of 10.
   EXPECT_NEAR(WilsonInterval(3 + 4 * 0.5, 10).lower, 0.2366, 1e-4);
   WinRate none = WilsonInterval(0, 0);
   EXPECT_EQ(none.n, 0);
+  EXPECT_EQ(none.mean, 0);
   EXPECT_EQ(none.lower, 0);
   EXPECT_EQ(none.upper, 1);
 }

@@ -49,7 +49,11 @@ void ProxiedRequest::RecordArm(int status, double ttft_ms, double tpot_ms) {
   s.ttft_ms = ttft_ms;
   s.tpot_ms = tpot_ms;
   if (status == 200 && finish_reason_ != "length") {
-    s.so_valid = StructuredValidity(body_, answer_text_);
+    // An active answer_check_ is the request's json_object / json_schema
+    // response_format, compiled for the cascade: the very check
+    // StructuredValidity would compile again, so it is reused.
+    s.so_valid = answer_check_.active() ? (answer_check_.Check(answer_text_).empty() ? 1 : 0)
+                                        : StructuredValidity(body_, answer_text_);
   }
   core_->rollouts->Record(arm_, on_candidate_, s);
 }

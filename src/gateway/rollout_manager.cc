@@ -9,6 +9,7 @@
 #include "gateway/stream_rewriter.h"
 #include "gateway/utc_time.h"
 #include "server/header_gate.h"
+#include "util/constant_time.h"
 #include "util/log.h"
 
 namespace brisk::gateway {
@@ -40,13 +41,16 @@ void SendError(http::Responder& res, int status, std::string_view code, std::str
               {"code", code}}}});
 }
 
-// Compares every byte whatever the first difference, so the time taken does
-// not tell a guesser how much of the key was right.
-bool SameSecret(std::string_view a, std::string_view b) {
-  unsigned diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i % b.size()]);
-  return diff == 0 && !b.empty();
+// The one counter of rollout decisions; Audit and AuditRefusal both count.
+constexpr std::string_view kDecisionsMetric = "brisk_gateway_rollout_decisions_total";
+constexpr std::string_view kDecisionsHelp =
+    "Rollout transitions, by tier and action (start, advance, promote, rollback, abort, "
+    "refused).";
+
+void CountDecision(metrics::Registry& registry, const std::string& tier,
+                   const std::string& action) {
+  registry.GetCounter(kDecisionsMetric, kDecisionsHelp, {{"tier", tier}, {"action", action}})
+      ->Inc();
 }
 
 // The candidate's config and runtime in one allocation: the runtime points
@@ -150,12 +154,7 @@ void RolloutManager::Audit(const Rollout& r, const RolloutDecision& d) {
   }
   if (!d.detail.empty()) e["detail"] = d.detail;
   if (core_->metrics) {
-    core_->registry
-        .GetCounter("brisk_gateway_rollout_decisions_total",
-                    "Rollout transitions, by tier and action (start, advance, promote, rollback, "
-                    "abort, refused).",
-                    {{"tier", r.spec().tier}, {"action", d.action}})
-        ->Inc();
+    CountDecision(core_->registry, r.spec().tier, d.action);
   }
   WriteAudit(std::move(e));
 }
@@ -163,12 +162,7 @@ void RolloutManager::Audit(const Rollout& r, const RolloutDecision& d) {
 void RolloutManager::AuditRefusal(const std::string& tier, const std::string& who,
                                   const std::string& why) {
   const int64_t now = NowUnixMs();
-  core_->registry
-      .GetCounter("brisk_gateway_rollout_decisions_total",
-                  "Rollout transitions, by tier and action (start, advance, promote, rollback, "
-                  "abort, refused).",
-                  {{"tier", tier}, {"action", "refused"}})
-      ->Inc();
+  CountDecision(core_->registry, tier, "refused");
   WriteAudit({{"time", FormatRfc3339Ms(now)},
               {"time_unix_ms", now},
               {"tier", tier},
@@ -372,7 +366,8 @@ void RolloutManager::HandleAdmin(http::Request&& req, std::shared_ptr<http::Resp
                      "the admin API is off: set rollout.admin_key in gateway.yaml");
   }
   auto token = BearerToken(req.Header("Authorization"));
-  if (!token || !SameSecret(*token, admin)) {
+  // admin is not empty (above), so an empty token cannot match it.
+  if (!token || !ConstantTimeEquals(*token, admin)) {
     return SendError(*res, 401, "invalid_admin_key", "the admin API needs the admin key");
   }
   // Who: the admin key, and the person the CLI names (X-Brisk-Operator).

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/http_host.h"
+#include "util/constant_time.h"
 
 namespace brisk {
 namespace {
@@ -21,19 +22,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
-}
-
-// Compares all of `a` against all of `b` whatever the first difference, so the time does not
-// tell an attacker how much of a key they guessed (only its length).
-bool SameKey(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned char>(x ^ y);
-  }
-  return diff == 0;
 }
 
 }  // namespace
@@ -89,7 +77,7 @@ std::function<bool(std::string_view)> KeyListChecker(std::vector<std::string> ke
   if (keys.empty()) return {};
   return [keys = std::move(keys)](std::string_view token) {
     bool ok = false;
-    for (const auto& k : keys) ok |= SameKey(token, k);  // no early exit
+    for (const auto& k : keys) ok |= ConstantTimeEquals(token, k);  // no early exit
     return ok;
   };
 }
