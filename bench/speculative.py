@@ -6,6 +6,8 @@ on alternating (A B A B ...) because this machine is noisy.
   python3 bench/speculative.py                      # default model, all workloads
   python3 bench/speculative.py --model models/gemma-3-270m-q4_k_m.gguf
   python3 bench/speculative.py --workloads grounded --rounds 3
+  python3 bench/speculative.py --method draft --model TARGET.gguf \
+      --draft-model DRAFT.gguf --workloads chat     # a draft model
 
 Workloads (prompts written here, not taken from any data set):
   grounded     input-grounded single stream: rewrite this code with a change,
@@ -108,7 +110,8 @@ def grounded_prompts(seed=0):
 
 def server_args(args, on):
     cfg = pathlib.Path(tempfile.mkdtemp()) / "inference.yaml"
-    spec = (f"speculative: {{method: ngram, num_tokens: {args.num_tokens}, "
+    draft = f"draft_model: {args.draft_model}, " if args.method == "draft" else ""
+    spec = (f"speculative: {{method: {args.method}, {draft}num_tokens: {args.num_tokens}, "
             f"max_batch: {args.max_batch}, adaptive: {str(not args.always).lower()}}}\n"
             if on else "")
     cfg.write_text("scheduler: {max_concurrent_sequences: 64}\n" + spec)
@@ -143,7 +146,9 @@ def run_one(args, workload, on, prompts_file, tag):
                   "--concurrency", str(conc)]
         r = bench(s, OUT / f"{tag}.json", common + wl, tag)
         r["_spec"] = {k: metric_sum(s.url, "brisk:spec_decode_" + k + "_total")
-                      for k in ("num_drafts", "num_draft_tokens", "num_accepted_tokens")}
+                      for k in ("num_drafts", "num_draft_tokens", "num_accepted_tokens",
+                                "eligible")}
+        r["_spec"]["draft_seconds"] = metric_sum(s.url, "brisk:spec_decode_draft_seconds_total")
         r["_server_cmd"] = s.cmd
     finally:
         s.stop()
@@ -159,6 +164,8 @@ def main():
     ap.add_argument("--model", default="")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2, help="off/on pairs per workload")
+    ap.add_argument("--method", default="ngram", choices=["ngram", "draft"])
+    ap.add_argument("--draft-model", default="", help="method draft: the draft GGUF")
     ap.add_argument("--num-tokens", type=int, default=4)
     ap.add_argument("--max-batch", type=int, default=8)
     ap.add_argument("--always", action="store_true",
@@ -166,20 +173,24 @@ def main():
     ap.add_argument("--output-len", type=int, default=160)
     ap.add_argument("--workloads", default="grounded,chat,grounded16,grounded32")
     args = ap.parse_args()
+    if (args.method == "draft") != bool(args.draft_model):
+        ap.error("--draft-model goes with --method draft, and only with it")
     OUT.mkdir(parents=True, exist_ok=True)
     prompts_file = OUT / "grounded_prompts.jsonl"
     prompts_file.write_text("".join(json.dumps(p) + "\n" for p in grounded_prompts()))
     model = pathlib.Path(args.model).name if args.model else "default (SmolLM2-135M Q4_1)"
-    print(f"Model: {model}; {args.threads} threads; load average "
+    method = args.method + (f" ({pathlib.Path(args.draft_model).name})" if args.draft_model else "")
+    print(f"Model: {model}; speculative method {method}; {args.threads} threads; load average "
           f"{os.getloadavg()[0]:.2f} at the start; brisk: {BRISK}\n")
     print("| workload | off tok/s (per round) | on tok/s (per round) | on/off | "
-          "TPOT p50/p95 ms off | TPOT p50/p95 ms on | acceptance | accepted/draft |")
-    print("|---|---|---|---|---|---|---|---|")
+          "TPOT p50/p95 ms off | TPOT p50/p95 ms on | acceptance | accepted/draft | "
+          "steps with a draft | draft time share |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for workload in args.workloads.split(","):
         runs = {False: [], True: []}
         for rnd in range(args.rounds):
             for on in (False, True):
-                tag = f"{pathlib.Path(args.model).stem or 'default'}-{workload}-" \
+                tag = f"{pathlib.Path(args.model).stem or 'default'}-{args.method}-{workload}-" \
                       f"{'on' if on else 'off'}-{rnd}"
                 runs[on].append(run_one(args, workload, on, prompts_file, tag))
         tput = {on: [r["summary"]["output_throughput"] for r in runs[on]] for on in runs}
@@ -189,13 +200,19 @@ def main():
         acc = sum(r["_spec"]["num_accepted_tokens"] for r in runs[True])
         rate = f"{acc / dtok:.2f}" if dtok else "n/a"
         mean_acc = f"{acc / drafts:.2f} of {dtok / drafts:.2f}" if drafts else "no drafts"
+        eligible = sum(r["_spec"]["eligible"] for r in runs[True])
+        share = f"{drafts / eligible:.2f}" if eligible else "n/a"
+        wall = sum(r["summary"].get("duration_s", 0) for r in runs[True])
+        dshare = (f"{sum(r['_spec']['draft_seconds'] for r in runs[True]) / wall:.2f}"
+                  if wall else "n/a")
         same = all(outputs_of(a) == outputs_of(b) for a, b in zip(runs[False], runs[True]))
         t = {on: runs[on][-1] for on in runs}
         print(f"| {workload} | {' / '.join(f'{x:.1f}' for x in tput[False])} | "
               f"{' / '.join(f'{x:.1f}' for x in tput[True])} | **{ratio:.2f}x** | "
               f"{pct(t[False], 'tpot_ms', 'p50'):.1f} / {pct(t[False], 'tpot_ms', 'p95'):.1f} | "
               f"{pct(t[True], 'tpot_ms', 'p50'):.1f} / {pct(t[True], 'tpot_ms', 'p95'):.1f} | "
-              f"{rate} | {mean_acc} |" + ("" if same else " output lengths differ!"))
+              f"{rate} | {mean_acc} | {share} | {dshare} |" +
+              ("" if same else " output lengths differ!"))
         sys.stdout.flush()
     print(f"\nLoad average at the end {os.getloadavg()[0]:.2f}. Commands: "
           f"{runs[True][-1]['_server_cmd']}; {runs[True][-1]['_cmd']}")

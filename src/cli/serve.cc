@@ -36,7 +36,8 @@ struct ServeFlags {
   std::string gate_dir;  // "" = DefaultGateDir()
   bool no_prefix_cache = false;
   bool static_batching = false;
-  std::string log_level;  // "" = the config's logging.level
+  std::string log_level;    // "" = the config's logging.level
+  std::string draft_model;  // "" = the config's speculative section
 };
 
 // A startup failure is always said, also with logging.level: off.
@@ -91,6 +92,10 @@ int RunServe(const ServeFlags& f) {
   }
   if (f.no_prefix_cache) cfg.cache.prefix_cache = false;
   if (f.static_batching) cfg.scheduler.continuous_batching = false;
+  if (!f.draft_model.empty()) {
+    cfg.speculative.method = "draft";
+    cfg.speculative.draft_model = f.draft_model;
+  }
 
   const std::string path = cfg.model.path.empty() ? DefaultModelPath() : cfg.model.path;
   int threads = cfg.scheduler.threads;
@@ -248,6 +253,9 @@ CommandRunner RegisterServe(CLI::App& app) {
   app.add_flag("--no-prefix-cache", f->no_prefix_cache, "turn the prefix cache off");
   app.add_flag("--static-batching", f->static_batching,
                "static batching (the baseline continuous batching is measured against)");
+  app.add_option("--draft-model", f->draft_model,
+                 "speculative decoding with this draft GGUF (the model's tokenizer; "
+                 "speculative.method: draft)");
   app.add_option("--log-level", f->log_level, "log level (default: the config's, else info)")
       ->check(CLI::IsMember(
           std::vector<std::string>(log::LevelNames().begin(), log::LevelNames().end())));

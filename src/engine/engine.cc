@@ -46,7 +46,7 @@ Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOption
           }(),
           &pool_),
       outputs_(tokenizer, context_limit_),
-      speculator_(options.speculative),
+      speculator_(options.speculative, model.weight_bytes(), kv_.num_blocks(), options.block_size),
       t0_(Clock::now()) {
   if (options.prefault_kv) kv_.Prefault();
 }
@@ -179,7 +179,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
   // Cancelled requests leave before any work is scheduled for them.
   ApplyCancels(outputs);
   Status status = Status::Ok();
-  if (speculator_.enabled()) speculator_.Propose(scheduler_);
+  if (speculator_.enabled()) speculator_.Propose(scheduler_, threads_);
   SchedulerOutput so = scheduler_.Schedule(Now());
   for (int64_t sid : so.expired)
     outputs_.FinishSequence(sid, FinishReason::kDeadline, scheduler_, outputs);

@@ -77,6 +77,7 @@ class Engine {
   const Scheduler& scheduler() const { return scheduler_; }
   const KvCache& kv_cache() const { return kv_; }
   const StepStats& last_step() const { return last_step_; }
+  const Speculator& speculator() const { return speculator_; }
   ThreadPool& threads() { return threads_; }
   LlamaModel& model() { return model_; }
   int64_t context_limit() const { return context_limit_; }

@@ -67,6 +67,12 @@ double StepCostModel::Seconds(size_t tokens) const {
   return n;                                       // nothing measured: linear in tokens
 }
 
+bool StepCostModel::Knows(size_t tokens) const {
+  for (size_t b = 0; b <= BucketOf(tokens); ++b)
+    if (seen_[b]) return true;
+  return false;
+}
+
 double ExpectedTokens(double alpha, int k) {
   alpha = std::clamp(alpha, 0.0, 1.0);
   double e = 0, a = 1;
@@ -75,7 +81,7 @@ double ExpectedTokens(double alpha, int k) {
 }
 
 int ChooseDraftLength(double alpha, int max_k, size_t batch_sequences, size_t batch_tokens,
-                      const StepCostModel& cost, double min_gain) {
+                      const StepCostModel& cost, double min_gain, double draft_s_per_token) {
   if (max_k <= 0 || batch_sequences == 0) return 0;
   const double b = static_cast<double>(batch_sequences);
   const double plain = b / cost.Seconds(batch_tokens);
@@ -83,7 +89,8 @@ int ChooseDraftLength(double alpha, int max_k, size_t batch_sequences, size_t ba
   double best = plain * min_gain;
   for (int k = 1; k <= max_k; ++k) {
     const double rate =
-        (b - 1 + ExpectedTokens(alpha, k)) / cost.Seconds(batch_tokens + static_cast<size_t>(k));
+        (b - 1 + ExpectedTokens(alpha, k)) /
+        (cost.Seconds(batch_tokens + static_cast<size_t>(k)) + k * draft_s_per_token);
     if (rate > best) {
       best = rate;
       best_k = k;

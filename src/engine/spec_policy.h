@@ -12,6 +12,8 @@
 // and 0 unless that beats plain decoding by `min_gain`. At batch 1 on a
 // memory-bound CPU T(N + k) is close to T(N), so drafts are nearly free; at
 // batch 32 a step is compute-bound and the same k costs the whole batch.
+// A draft model adds `draft_s_per_token` seconds per draft token to the step
+// (its own forward rounds): (B - 1 + E(k)) / (T(N + k) + k * d).
 #pragma once
 
 #include <array>
@@ -43,6 +45,9 @@ class StepCostModel {
   // nearest measured bucket scaled linearly in tokens (pessimistic for
   // drafts); with no measurement at all, linear in tokens.
   double Seconds(size_t tokens) const;
+  // A step of `tokens` tokens or fewer was measured (Seconds(tokens) is then
+  // not extrapolated down from bigger steps).
+  bool Knows(size_t tokens) const;
 
  private:
   static constexpr size_t kBuckets = 16;              // 1, 2, 4, ..., 32768 tokens
@@ -56,6 +61,7 @@ double ExpectedTokens(double alpha, int k);
 // The draft length in [0, max_k] for one sequence of a step that has
 // `batch_sequences` sequences and `batch_tokens` tokens without drafts.
 int ChooseDraftLength(double alpha, int max_k, size_t batch_sequences, size_t batch_tokens,
-                      const StepCostModel& cost, double min_gain = 1.05);
+                      const StepCostModel& cost, double min_gain = 1.05,
+                      double draft_s_per_token = 0);
 
 }  // namespace brisk

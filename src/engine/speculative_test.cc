@@ -301,6 +301,27 @@ TEST(SpecPolicy, StepCostInterpolatesAndExtrapolates) {
   EXPECT_NEAR(m.Seconds(10), 0.004 + 0.004 * 6 / 12, 1e-12);
   EXPECT_NEAR(m.Seconds(64), 0.008 / 16 * 64, 1e-12);
   EXPECT_NEAR(m.Seconds(1), 0.004, 1e-12);
+  // Knows: measured at that size or below, not only extrapolated down.
+  EXPECT_FALSE(m.Knows(1));
+  EXPECT_FALSE(m.Knows(3));
+  EXPECT_TRUE(m.Knows(4));
+  EXPECT_TRUE(m.Knows(100));
+  EXPECT_FALSE(StepCostModel{}.Knows(64));
+}
+
+TEST(SpecPolicy, ADraftModelsTimeCountsAgainstItsDrafts) {
+  // Verify nearly free, as at batch 1 on a memory-bound CPU.
+  StepCostModel flat;
+  for (size_t n : {1, 2, 4, 8, 16}) flat.Observe(n, 0.010);
+  EXPECT_EQ(ChooseDraftLength(0.9, 5, 1, 1, flat, 1.05, 0.0), 5);
+  // A draft token costing 40% of a step: fewer, but still worth it at 0.9.
+  const int k = ChooseDraftLength(0.9, 5, 1, 1, flat, 1.05, 0.004);
+  EXPECT_GT(k, 0);
+  EXPECT_LT(k, 5);
+  // A draft as slow as the target never pays: E(k) < 1 + k.
+  EXPECT_EQ(ChooseDraftLength(0.9, 5, 1, 1, flat, 1.05, 0.010), 0);
+  // At acceptance 0.3 a 30% draft does not pay either (1.3 / 1.3 < 1.05).
+  EXPECT_EQ(ChooseDraftLength(0.3, 5, 1, 1, flat, 1.05, 0.003), 0);
 }
 
 }  // namespace

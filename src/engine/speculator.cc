@@ -1,6 +1,9 @@
 #include "engine/speculator.h"
 
 #include <algorithm>
+#include <chrono>
+
+#include "util/log.h"
 
 namespace brisk {
 
@@ -16,6 +19,8 @@ Status SpeculativeOptions::Validate() const {
     return InvalidArgument("speculative.max_batch must be >= 1, got {}", max_batch);
   if (!(min_gain >= 1.0) || min_gain > 10.0)
     return InvalidArgument("speculative.min_gain must be in [1, 10], got {}", min_gain);
+  if ((method == Method::kDraftModel) != (draft_model != nullptr))
+    return InvalidArgument("speculative.draft_model is needed by method 'draft' and only by it");
   return Status::Ok();
 }
 
@@ -23,22 +28,48 @@ const char* SpeculativeMethodName(SpeculativeOptions::Method m) {
   switch (m) {
     case SpeculativeOptions::Method::kNone: return "none";
     case SpeculativeOptions::Method::kNgram: return "ngram";
+    case SpeculativeOptions::Method::kDraftModel: return "draft";
   }
   return "none";
 }
 
-Speculator::Speculator(const SpeculativeOptions& options) : opts_(options) {}
+Speculator::Speculator(const SpeculativeOptions& options, int64_t target_weight_bytes,
+                       int64_t kv_blocks, int block_size)
+    : opts_(options), target_weight_bytes_(target_weight_bytes) {
+  if (opts_.method == SpeculativeOptions::Method::kDraftModel && opts_.draft_model)
+    draft_model_ = std::make_unique<DraftModelRunner>(*opts_.draft_model, block_size, kv_blocks);
+}
 
 void Speculator::Track(int64_t seq_id) {
   if (!enabled()) return;
   Seq s;
-  s.drafter = std::make_unique<NgramDrafter>(opts_.ngram_min, opts_.ngram_max);
+  if (!draft_model_) s.drafter = std::make_unique<NgramDrafter>(opts_.ngram_min, opts_.ngram_max);
   seqs_.emplace(seq_id, std::move(s));
 }
 
-void Speculator::Forget(int64_t seq_id) { seqs_.erase(seq_id); }
+void Speculator::Forget(int64_t seq_id) {
+  seqs_.erase(seq_id);
+  if (draft_model_) draft_model_->Forget(seq_id);
+}
 
-void Speculator::Propose(Scheduler& scheduler) {
+double Speculator::DraftSecondsPerToken(size_t batch) const {
+  if (!draft_model_) return 0;
+  batch = std::max<size_t>(batch, 1);
+  // One draft round feeds one token of each drafting sequence; before it is
+  // measured at this size (its first forwards are prompt catch-ups), assume
+  // it costs the target's step in proportion to the weights each reads
+  // (both are memory-bound at small batches).
+  const double round = draft_model_->cost().Knows(batch)
+                           ? draft_model_->cost().Seconds(batch)
+                           : cost_.Seconds(batch) *
+                                 static_cast<double>(draft_model_->weight_bytes()) /
+                                 static_cast<double>(std::max<int64_t>(target_weight_bytes_, 1));
+  return round / static_cast<double>(batch);
+}
+
+void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool) {
+  eligible_ = 0;
+  draft_s_ = 0;
   if (seqs_.empty()) return;
   const SchedulerStats st = scheduler.stats();
   const int64_t running = st.running[0] + st.running[1];
@@ -48,6 +79,8 @@ void Speculator::Propose(Scheduler& scheduler) {
   // policy does not see, so it errs on the side of drafting less when they
   // come, as the measured step times grow).
   const auto batch = static_cast<size_t>(std::max<int64_t>(running, 1));
+  const double draft_s = DraftSecondsPerToken(batch);
+  requests_.clear();
   for (auto it = seqs_.begin(); it != seqs_.end();) {
     const SeqState* state = scheduler.Find(it->first);
     if (!state) {  // finished: the engine forgets it too, this is a safety net
@@ -59,25 +92,44 @@ void Speculator::Propose(Scheduler& scheduler) {
     if (state->status != SeqStatus::kRunning || state->num_generated() == 0 ||
         state->num_tokens() - state->num_computed != 1)
       continue;
+    ++eligible_;
     const auto& toks = state->tokens;
+    const int k = opts_.adaptive ? ChooseDraftLength(s.acceptance.alpha(), opts_.num_tokens, batch,
+                                                     batch, cost_, opts_.min_gain, draft_s)
+                                 : opts_.num_tokens;
+    if (draft_model_) {
+      if (k > 0) requests_.push_back({state->id, toks, k, {}});
+      continue;
+    }
     if (s.fed > toks.size()) {  // cannot happen (tokens only grow); rebuild
       s.drafter->Truncate(s.fed);
       s.fed = 0;
     }
     s.drafter->Append(std::span<const int32_t>(toks).subspan(s.fed));
     s.fed = toks.size();
-    const int k = opts_.adaptive ? ChooseDraftLength(s.acceptance.alpha(), opts_.num_tokens, batch,
-                                                     batch, cost_, opts_.min_gain)
-                                 : opts_.num_tokens;
     if (k <= 0) continue;
     s.drafter->Propose(k, &draft_, nullptr);
     if (!draft_.empty()) scheduler.SetDraft(state->id, draft_);
   }
+  if (requests_.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status status = draft_model_->Propose(requests_, pool);
+  draft_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!status.ok()) {  // the draft starts over; the target decodes plainly this step
+    log::Warn("speculative: the draft model failed: {}", status.ToString());
+    return;
+  }
+  for (auto& r : requests_)
+    if (!r.draft.empty()) scheduler.SetDraft(r.seq_id, std::move(r.draft));
 }
 
 void Speculator::Observe(std::span<const ScheduledChunk> chunks, std::span<const SeqResult> results,
                          int64_t batch_tokens, double forward_s, StepStats* stats) {
   if (!enabled()) return;
+  if (stats) {
+    stats->spec_eligible = eligible_;
+    stats->spec_draft_s = draft_s_;
+  }
   cost_.Observe(static_cast<size_t>(std::max<int64_t>(batch_tokens, 1)), forward_s);
   for (const ScheduledChunk& c : chunks) {
     if (c.draft.empty()) continue;

@@ -6,6 +6,10 @@
 // output processor verifies them (rejection_sampler.h); Observe() learns
 // from the step's verdicts and time.
 //
+// Drafters: prompt lookup (NgramDrafter, per sequence) or a draft model
+// (DraftModelRunner, batched over the sequences that draft in a step; its
+// forward time counts in the policy as the cost of each draft token).
+//
 // Which sequences speculate: those whose request allows it (per-request
 // opt-out), that are past their first generated token, and that have no
 // structured-output constraint (their grammar state would have to advance
@@ -20,17 +24,22 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/draft_model.h"
 #include "engine/drafter.h"
 #include "engine/generation.h"
 #include "engine/scheduler.h"
 #include "engine/spec_policy.h"
 #include "util/status.h"
+#include "util/thread_pool.h"
 
 namespace brisk {
 
 struct SpeculativeOptions {
-  enum class Method : uint8_t { kNone, kNgram };
+  enum class Method : uint8_t { kNone, kNgram, kDraftModel };
   Method method = Method::kNone;
+  // kDraftModel: the draft (not owned; same vocabulary as the target, see
+  // CheckDraftVocab). Its KV cache holds as many blocks as the target's.
+  LlamaModel* draft_model = nullptr;
   int num_tokens = 4;      // most draft tokens per sequence per step
   int ngram_min = 1;       // prompt lookup: shortest match
   int ngram_max = 4;       // prompt lookup: longest match
@@ -49,7 +58,11 @@ const char* SpeculativeMethodName(SpeculativeOptions::Method m);
 
 class Speculator {
  public:
-  explicit Speculator(const SpeculativeOptions& options);
+  // `target_weight_bytes`: the target's weights read per token, for the
+  // draft model's cost before it is measured; `kv_blocks`, `block_size`: the
+  // target's KV pool, which the draft's matches in blocks.
+  Speculator(const SpeculativeOptions& options, int64_t target_weight_bytes = 0,
+             int64_t kv_blocks = 0, int block_size = 16);
 
   const SpeculativeOptions& options() const { return opts_; }
   bool enabled() const { return opts_.enabled(); }
@@ -59,10 +72,12 @@ class Speculator {
   void Track(int64_t seq_id);
   void Forget(int64_t seq_id);
   bool Tracks(int64_t seq_id) const { return seqs_.contains(seq_id); }
+  // Method draft: the draft model's runner (its KV pool, its sequences).
+  const DraftModelRunner* draft_model() const { return draft_model_.get(); }
 
   // Drafts for the running, decoding sequences it tracks, set on the
   // scheduler for its next Schedule().
-  void Propose(Scheduler& scheduler);
+  void Propose(Scheduler& scheduler, ThreadPool& pool);
   // A step's verdicts (results of its chunks) and its forward time over
   // `batch_tokens` positions.
   void Observe(std::span<const ScheduledChunk> chunks, std::span<const SeqResult> results,
@@ -75,10 +90,20 @@ class Speculator {
     AcceptanceTracker acceptance;
   };
 
+  // Seconds each draft token adds to a step that drafts for `batch`
+  // sequences (0 for prompt lookup).
+  double DraftSecondsPerToken(size_t batch) const;
+
   SpeculativeOptions opts_;
+  const int64_t target_weight_bytes_;
   StepCostModel cost_;
   std::unordered_map<int64_t, Seq> seqs_;
   std::vector<int32_t> draft_;
+  std::unique_ptr<DraftModelRunner> draft_model_;
+  std::vector<DraftModelRunner::Request> requests_;
+  // This step's Propose, for Observe's stats.
+  int32_t eligible_ = 0;
+  double draft_s_ = 0;
 };
 
 }  // namespace brisk

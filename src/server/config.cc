@@ -38,7 +38,7 @@ constexpr std::string_view kKvPrecisions[] = {"f16", "f32", "bf16", "int8", "fp8
 
 constexpr std::string_view kUnknownFieldModes[] = {"reject", "ignore"};
 constexpr std::string_view kModelNameModes[] = {"exact", "any"};
-constexpr std::string_view kSpeculativeMethods[] = {"none", "ngram"};
+constexpr std::string_view kSpeculativeMethods[] = {"none", "ngram", "draft"};
 
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
 
@@ -116,6 +116,7 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
       {"speculative",
        {
            {"method", r.OneOf(&sp.method, kSpeculativeMethods)},
+           {"draft_model", r.String(&sp.draft_model, true)},
            {"num_tokens", r.Int(&sp.num_tokens, 1, 16)},
            {"ngram_min", r.Int(&sp.ngram_min, 1, 8)},
            {"ngram_max", r.Int(&sp.ngram_max, 1, 8)},
@@ -254,6 +255,12 @@ Status CheckConsistency(const Reader& r, const InferenceConfig& c) {
     return r.Error(line("speculative.ngram_min", "speculative.ngram_max"),
                    "speculative.ngram_min ({}) must not exceed speculative.ngram_max ({})",
                    c.speculative.ngram_min, c.speculative.ngram_max);
+  }
+  if ((c.speculative.method == "draft") != !c.speculative.draft_model.empty()) {
+    return r.Error(line("speculative.method", "speculative.draft_model"),
+                   "speculative.draft_model (a GGUF with the model's tokenizer) is needed by "
+                   "speculative.method: draft, and only by it (method is '{}')",
+                   c.speculative.method);
   }
   if (c.limits.default_timeout_s > c.limits.max_timeout_s) {
     return r.Error(line("limits.default_timeout_s", "limits.max_timeout_s"),

@@ -104,7 +104,8 @@ struct InferenceConfig {
   } logging;
   // Speculative decoding (engine/speculator.h): off unless method is set.
   struct Speculative {
-    std::string method = "none";  // none | ngram (prompt lookup)
+    std::string method = "none";  // none | ngram (prompt lookup) | draft (a draft model)
+    std::string draft_model;      // method draft: the draft GGUF (the model's tokenizer)
     int num_tokens = 4;           // most draft tokens per sequence per step
     int ngram_min = 1;            // ngram: shortest and longest match
     int ngram_max = 4;

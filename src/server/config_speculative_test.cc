@@ -22,9 +22,14 @@ TEST(ConfigTest, Speculative) {
   EXPECT_EQ(c->speculative.min_gain_percent, 10);
   EXPECT_FALSE(c->speculative.adaptive);
   EXPECT_EQ(ParseInferenceConfig("", "x")->speculative.method, "none");  // off by default
+  auto d = ParseInferenceConfig("speculative: {method: draft, draft_model: small.gguf}\n", "x");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->speculative.draft_model, "small.gguf");
   for (const char* bad :
        {"speculative: {method: medusa}\n", "speculative: {num_tokens: 0}\n",
-        "speculative: {ngram_min: 4, ngram_max: 2}\n", "speculative: {draft_model: x.gguf}\n"}) {
+        "speculative: {ngram_min: 4, ngram_max: 2}\n", "speculative: {draft_model: x.gguf}\n",
+        "speculative: {method: ngram, draft_model: x.gguf}\n", "speculative: {method: draft}\n",
+        "speculative: {method: draft, draft_model: ''}\n"}) {
     auto r = ParseInferenceConfig(bad, "inference.yaml");
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("speculative"), std::string::npos) << r.status().message();

@@ -21,8 +21,9 @@ EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threa
   eo.max_context_tokens = config.model.max_context_tokens;
   eo.prefault_kv = true;  // first requests do not pay the KV pool's page faults
   const auto& sp = config.speculative;
-  eo.speculative.method =
-      sp.method == "ngram" ? SpeculativeOptions::Method::kNgram : SpeculativeOptions::Method::kNone;
+  eo.speculative.method = sp.method == "ngram"   ? SpeculativeOptions::Method::kNgram
+                          : sp.method == "draft" ? SpeculativeOptions::Method::kDraftModel
+                                                 : SpeculativeOptions::Method::kNone;
   eo.speculative.num_tokens = sp.num_tokens;
   eo.speculative.ngram_min = sp.ngram_min;
   eo.speculative.ngram_max = sp.ngram_max;
@@ -51,8 +52,18 @@ Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfi
   auto renderer = PromptRenderer::FromGguf(model.file(), tokenizer);
   if (!renderer.ok()) return renderer.status();
   s->renderer_ = std::move(*renderer);
-  s->engine_ =
-      std::make_unique<Engine>(model, tokenizer, EngineOptionsFromConfig(config, n_threads));
+  EngineOptions eo = EngineOptionsFromConfig(config, n_threads);
+  if (eo.speculative.method == SpeculativeOptions::Method::kDraftModel) {
+    const std::string& path = config.speculative.draft_model;
+    auto draft = LlamaModel::Load(path);
+    if (!draft.ok()) return draft.status().WithContext("speculative.draft_model: loading " + path);
+    if (Status st = CheckDraftVocab(model, **draft); !st.ok())
+      return st.WithContext("speculative.draft_model " + path);
+    s->draft_model_ = std::move(*draft);
+    eo.speculative.draft_model = s->draft_model_.get();
+  }
+  if (Status st = eo.speculative.Validate(); !st.ok()) return st;
+  s->engine_ = std::make_unique<Engine>(model, tokenizer, eo);
   s->loop_ = std::make_unique<EngineLoop>(*s->engine_);
   auto server = OpenAiServer::Start(config, *s->loop_, *s->renderer_, std::move(model_id),
                                     std::move(*access_log));

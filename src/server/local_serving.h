@@ -23,7 +23,9 @@ class LocalServing {
  public:
   // Checks what the engine cannot do (InvalidArgument / Unimplemented with a
   // message naming the key), builds the engine, starts its thread and the
-  // server. `model` and `tokenizer` must outlive the result.
+  // server. `model` and `tokenizer` must outlive the result. With
+  // speculative.method: draft it loads the draft model (at its own
+  // precision) and checks that its vocabulary is the model's.
   static Expected<std::unique_ptr<LocalServing>> Start(const InferenceConfig& config,
                                                        LlamaModel& model,
                                                        const Tokenizer& tokenizer,
@@ -38,6 +40,7 @@ class LocalServing {
 
  private:
   LocalServing() = default;
+  std::unique_ptr<LlamaModel> draft_model_;  // speculative.method: draft
   std::unique_ptr<PromptRenderer> renderer_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<EngineLoop> loop_;

@@ -65,6 +65,12 @@ ServerMetrics::ServerMetrics(metrics::Registry& r) {
                                    "Speculative decoding: draft tokens verified.");
   spec_accepted_tokens = r.GetCounter("brisk:spec_decode_num_accepted_tokens_total",
                                       "Speculative decoding: draft tokens accepted.");
+  spec_eligible = r.GetCounter(
+      "brisk:spec_decode_eligible_total",
+      "Speculative decoding: decode steps of speculating sequences (one per sequence and step), "
+      "drafted or not; num_drafts / this is the share of steps with a draft.");
+  spec_draft_seconds = r.GetCounter("brisk:spec_decode_draft_seconds_total",
+                                    "Speculative decoding: time the draft model ran.");
   for (int pos = 0; pos < 16; ++pos)
     spec_accepted_per_pos.push_back(
         r.GetCounter("brisk:spec_decode_num_accepted_tokens_per_pos_total",
@@ -74,6 +80,8 @@ ServerMetrics::ServerMetrics(metrics::Registry& r) {
 
 void ServerMetrics::ObserveStep(const StepStats& s) {
   for (double m : s.grammar_mask_s) grammar_mask->Observe(m);
+  if (s.spec_eligible > 0) spec_eligible->Inc(s.spec_eligible);
+  if (s.spec_draft_s > 0) spec_draft_seconds->Inc(s.spec_draft_s);
   if (s.spec_drafts > 0) {
     spec_drafts->Inc(s.spec_drafts);
     spec_draft_tokens->Inc(s.spec_draft_tokens);

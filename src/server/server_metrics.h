@@ -36,6 +36,7 @@ class ServerMetrics {
   std::map<std::string, metrics::Counter*> structured_output_failures;
   // Speculative decoding (vLLM's names, brisk: prefix).
   metrics::Counter *spec_drafts, *spec_draft_tokens, *spec_accepted_tokens;
+  metrics::Counter *spec_eligible, *spec_draft_seconds;
   std::vector<metrics::Counter*> spec_accepted_per_pos;  // by draft position
   // brisk:desired_replicas: a backlog should be gone within this long.
   static constexpr double kTargetQueueDrainS = 10;

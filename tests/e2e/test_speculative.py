@@ -1,13 +1,14 @@
-"""Speculative decoding (prompt lookup) through the OpenAI API: the same
-greedy answers as without it, usage and metrics report accepted drafts, and a
-request can opt out."""
+"""Speculative decoding (prompt lookup, and a draft model) through the OpenAI
+API: the same greedy answers as without it, usage and metrics report accepted
+drafts, a request can opt out, and a draft with another tokenizer is refused."""
+import pathlib
 import signal
 import time
 
 import openai
 import pytest
 
-from conftest import MODEL_ID, BriskServer
+from conftest import MODEL_ID, REPO, BriskServer
 
 SPEC = "speculative: {method: ngram, num_tokens: 4, adaptive: false}\n"
 
@@ -77,3 +78,55 @@ def test_a_request_can_opt_out(make_server, plain_answers):
     with pytest.raises(openai.BadRequestError):
         s.client().chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "x"}],
                                     max_tokens=2, extra_body={"speculative": "no"})
+
+
+@pytest.fixture(scope="module")
+def draft_model(brisk_bin, default_model, tmp_path_factory):
+    """A lower-precision copy of the default model as its draft: q4_0, made
+    here from the installed file (a deployment would quantize its target)."""
+    import subprocess
+    out = tmp_path_factory.mktemp("draft") / "draft-q4_0.gguf"
+    subprocess.run([brisk_bin, "quantize", "-t", "q4_0", default_model, str(out)], check=True,
+                   capture_output=True)
+    return str(out)
+
+
+def test_a_draft_model_gives_the_same_greedy_answers(make_server, plain_answers, draft_model):
+    # Always drafting (adaptive: false): the test is about correctness.
+    s = make_server(f"speculative: {{method: draft, draft_model: {draft_model}, "
+                    "num_tokens: 4, adaptive: false}\n")
+    got = answers(s)
+    assert [t for t, _ in got] == plain_answers
+    accepted = [(u.model_extra or {}).get("speculative_accepted_tokens", 0) for _, u in got]
+    assert sum(accepted) > 0, accepted
+    deadline = time.time() + 10
+    while s.metric("brisk:spec_decode_num_accepted_tokens_total") != sum(accepted):
+        assert time.time() < deadline
+        time.sleep(0.05)
+    # Every draft came from a step where the sequence could draft, and the
+    # draft model's own time is counted.
+    assert 0 < s.metric("brisk:spec_decode_num_drafts_total") <= \
+        s.metric("brisk:spec_decode_eligible_total")
+    assert s.metric("brisk:spec_decode_draft_seconds_total") > 0
+    assert [t for t, _ in answers(s, stream=True)] == plain_answers
+
+
+def test_a_draft_as_costly_as_the_target_is_left_unused(make_server, plain_answers, draft_model):
+    # q4_0 reads about as many bytes per token as the Q4_1 target: drafting
+    # with it can only cost time, and the adaptive policy never does.
+    s = make_server(args=["--draft-model", draft_model])
+    got = answers(s)
+    assert [t for t, _ in got] == plain_answers
+    assert s.metric("brisk:spec_decode_num_drafts_total") == 0
+    assert s.metric("brisk:spec_decode_eligible_total") > 0
+
+
+def test_a_draft_model_with_another_tokenizer_is_refused_at_startup(make_server, tmp_path):
+    gemma = REPO / "models" / "gemma-3-270m-q4_k_m.gguf"
+    for draft, said in ((str(gemma), "tokenizer"), (str(tmp_path / "none.gguf"),
+                                                     "speculative.draft_model")):
+        if not pathlib.Path(draft).exists() and said == "tokenizer":
+            continue  # Gemma not installed on this machine
+        with pytest.raises(RuntimeError) as e:
+            make_server(args=["--draft-model", draft])
+        assert said in str(e.value), e.value

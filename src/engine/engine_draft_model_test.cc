@@ -1,0 +1,167 @@
+// Speculative decoding with a draft model on the real default model: the
+// draft is the same file loaded at int8 (a lower-precision copy, as a
+// deployment would use), so it agrees with the target often but not always.
+// Greedy outputs are the same tokens with and without it (batch 1, batch 16,
+// preemption forced, a prompt longer than one catch-up chunk), the draft's
+// KV blocks all come back, and a model with another tokenizer is refused.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/default_model_test_base.h"
+#include "engine/engine.h"
+
+namespace brisk {
+namespace {
+
+class EngineDraftModelTest : public DefaultModelTest {
+ protected:
+  static void SetUpTestSuite() {
+    DefaultModelTest::SetUpTestSuite();
+    if (!model_) return;
+    auto precision = LoadPrecisionType("int8");
+    ASSERT_TRUE(precision.ok());
+    LoadOptions lo;
+    lo.precision = *precision;
+    auto d = LlamaModel::Load(ModelPath(), lo);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    draft_ = std::move(*d).release();
+  }
+  static void TearDownTestSuite() {
+    delete draft_;
+    draft_ = nullptr;
+    DefaultModelTest::TearDownTestSuite();
+  }
+
+  struct Run {
+    std::map<int64_t, std::vector<int32_t>> tokens;  // by request id
+    int64_t drafted = 0, accepted = 0, usage_accepted = 0, preemptions = 0;
+  };
+
+  Run RunAll(const EngineOptions& opts, const std::vector<GenerationRequest>& reqs) {
+    Engine e(*model_, *tok_, opts);
+    Run run;
+    for (const auto& r : reqs) EXPECT_TRUE(e.Add(r).ok());
+    std::vector<SequenceOutput> outs;
+    while (e.HasWork()) {
+      outs.clear();
+      EXPECT_TRUE(e.Step(&outs).ok());
+      run.drafted += e.last_step().spec_draft_tokens;
+      run.accepted += e.last_step().spec_accepted_tokens;
+      for (auto& o : outs) {
+        auto& t = run.tokens[o.request_id];
+        t.insert(t.end(), o.new_tokens.begin(), o.new_tokens.end());
+        if (o.finished) run.usage_accepted += o.accepted_draft_tokens;
+      }
+    }
+    run.preemptions = e.num_preemptions();
+    EXPECT_EQ(e.block_pool().num_used(), 0) << "target KV blocks leaked";
+    if (const DraftModelRunner* d = e.speculator().draft_model()) {
+      EXPECT_EQ(d->pool().num_used(), 0) << "draft KV blocks leaked";
+      EXPECT_EQ(d->tracked(), 0);
+    }
+    return run;
+  }
+
+  static EngineOptions WithDraft(EngineOptions o) {
+    o.speculative.method = SpeculativeOptions::Method::kDraftModel;
+    o.speculative.draft_model = draft_;
+    o.speculative.num_tokens = 4;
+    o.speculative.adaptive = false;  // always draft: the test is about correctness
+    o.speculative.max_batch = 64;
+    return o;
+  }
+
+  std::vector<GenerationRequest> Requests(int max_tokens) {
+    std::vector<GenerationRequest> reqs;
+    const char* prompts[] = {
+        "The capital of France is",
+        "Once upon a time, in a small village,",
+        "Write a short poem about the sea.",
+        "def fib(n):\n",
+        "Monday, Tuesday, Wednesday,",
+        "The three primary colors are",
+        "Explain why the sky is blue in one sentence.",
+        "A list of fruits: apple,",
+    };
+    for (int i = 0; reqs.size() < 32; ++i) {
+      std::string p = prompts[i % 8];
+      if (i >= 8) p.append(1, ' ').append(std::to_string(i));
+      reqs.push_back(Greedy(p, max_tokens));
+    }
+    // Longer than one catch-up chunk of the draft.
+    std::string long_prompt;
+    while (tok_->Encode(long_prompt, true, false).size() <
+           static_cast<size_t>(2 * DraftModelRunner::kMaxCatchUpTokens + 20))
+      long_prompt += "Alice met Bob in Lisbon, and they talked about ships and the weather. ";
+    reqs.push_back(Greedy(long_prompt + "Where did Alice meet Bob?", max_tokens));
+    return reqs;
+  }
+
+  inline static LlamaModel* draft_ = nullptr;
+};
+
+TEST_F(EngineDraftModelTest, GreedyIsIdenticalAtBatch1) {
+  EngineOptions o;
+  o.max_concurrent_sequences = 1;
+  const auto reqs = Requests(24);
+  const Run off = RunAll(o, reqs);
+  const Run on = RunAll(WithDraft(o), reqs);
+  EXPECT_EQ(on.tokens, off.tokens);
+  EXPECT_GT(on.drafted, 0);
+  // An int8 copy of the target mostly agrees with it.
+  EXPECT_GT(on.accepted, on.drafted / 2) << "drafted " << on.drafted;
+  EXPECT_EQ(on.usage_accepted, on.accepted);
+}
+
+TEST_F(EngineDraftModelTest, GreedyIsIdenticalAtBatch16AndUnderPreemption) {
+  EngineOptions o;
+  o.max_concurrent_sequences = 16;
+  const auto reqs = Requests(24);
+  const Run off = RunAll(o, reqs);
+  const Run on = RunAll(WithDraft(o), reqs);
+  EXPECT_EQ(on.tokens, off.tokens);
+  EXPECT_GT(on.accepted, 0);
+
+  // Pools far too small for 16 sequences (the draft's is as small): the
+  // target preempts, the draft drops sequences and catches them up again.
+  // (Without the long prompt, which alone needs more blocks than this.)
+  EngineOptions tight = o;
+  tight.kv_budget_bytes = 12 * model_->kv_shape(16).BytesPerBlock();
+  const std::vector<GenerationRequest> short_reqs(reqs.begin(), reqs.end() - 1);
+  const Run on_tight = RunAll(WithDraft(tight), short_reqs);
+  EXPECT_GT(on_tight.preemptions, 0);
+  auto expected = off.tokens;
+  expected.erase(static_cast<int64_t>(reqs.size()));  // the long prompt's request id
+  EXPECT_EQ(on_tight.tokens, expected);
+}
+
+TEST_F(EngineDraftModelTest, SeededSamplingIsDeterministic) {
+  EngineOptions o = WithDraft(EngineOptions{});
+  auto reqs = Requests(16);
+  for (auto& r : reqs) {
+    r.sampling.temperature = 0.8f;
+    r.sampling.top_p = 0.95f;
+    r.sampling.seed = 11;
+  }
+  const Run a = RunAll(o, reqs);
+  const Run b = RunAll(o, reqs);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_GT(a.drafted, 0);
+}
+
+TEST_F(EngineDraftModelTest, ADraftNeedsTheTargetsTokenizer) {
+  EXPECT_TRUE(CheckDraftVocab(*model_, *draft_).ok());
+  const std::string gemma = std::string(BRISK_MODEL_DIR) + "/gemma-3-270m-q4_k_m.gguf";
+  if (!std::filesystem::exists(gemma)) GTEST_SKIP() << "Gemma 3 not installed";
+  auto g = LlamaModel::Load(gemma);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const Status st = CheckDraftVocab(*model_, **g);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("tokenizer"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace brisk
