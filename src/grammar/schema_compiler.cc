@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "grammar/schema_disjoint.h"
 #include "grammar/schema_merge.h"
 #include "grammar/string_pattern.h"
 
@@ -242,7 +243,11 @@ uint32_t Compiler::Compile(const Json& s, const std::string& ptr, int depth) {
     return CompileAlternatives(s, "anyOf", ptr, depth);
   }
   if (s.contains("oneOf")) {
-    Report("oneOf", ptr);  // enforced as anyOf: "exactly one" is not checked
+    // Compiled as anyOf: exact when no value can match two branches
+    // (schema_disjoint.h), else "exactly one" is not checked and is said.
+    if (!schema_disjoint::BranchesAreDisjoint(
+            s, "oneOf", [this](const std::string& ref) { return Resolve(ref); }))
+      Report("oneOf", ptr);
     return CompileAlternatives(s, "oneOf", ptr, depth);
   }
   if (s.contains("enum") || s.contains("const")) return CompileLiterals(s, ptr);
