@@ -12,7 +12,14 @@ and drafting only in some steps (no n-gram match) gets less. T(n) is measured
 here with `brisk bench-model -p n -n 0` (median of repetitions), in the same
 run, on the given model and thread count.
 
+A draft model adds its own forward per draft token, at least D(1), the
+draft's one-token step (--draft-model; measured the same way), so the bound
+becomes max over k of E(k) * T(1) / (T(1 + k) + k * D(1)); the table also
+gives the largest draft cost ratio c = D(1) / T(1) with which a 1.3x speedup
+is possible at each alpha.
+
   python3 bench/speculative_bound.py [--model M] [--threads 2] [--alpha 0.64]
+  python3 bench/speculative_bound.py --model TARGET --draft-model DRAFT --alpha 0.97
 """
 import argparse
 import os
@@ -42,6 +49,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--draft-model", default="", help="a draft model: its step counts too")
     ap.add_argument("--max-k", type=int, default=8)
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--alpha", type=float, action="append",
@@ -55,11 +63,23 @@ def main():
     print("|---|" + "---|" * len(t))
     print("| step ms | " + " | ".join(f"{t[n] * 1e3:.2f}" for n in t) + " |")
     print("| T(n) / T(1) | " + " | ".join(f"{t[n] / t[1]:.2f}" for n in t) + " |\n")
-    print("| acceptance alpha | best k | speedup bound |")
-    print("|---|---|---|")
+    d1 = step_seconds(args.draft_model, args.threads, 1, args.reps) if args.draft_model else 0.0
+    if args.draft_model:
+        print(f"Draft {args.draft_model}: D(1) = {d1 * 1e3:.2f} ms, c = D(1) / T(1) = "
+              f"{d1 / t[1]:.2f}\n")
+
+    def bound(a, c):
+        k = max(range(1, args.max_k + 1),
+                key=lambda k: expected_tokens(a, k) / (t[1 + k] / t[1] + k * c))
+        return k, expected_tokens(a, k) / (t[1 + k] / t[1] + k * c)
+
+    print("| acceptance alpha | best k | speedup bound | largest c for 1.3x |")
+    print("|---|---|---|---|")
     for a in alphas:
-        best = max(range(1, args.max_k + 1), key=lambda k: expected_tokens(a, k) * t[1] / t[1 + k])
-        print(f"| {a:.2f} | {best} | {expected_tokens(a, best) * t[1] / t[1 + best]:.2f}x |")
+        k, b = bound(a, d1 / t[1])
+        c_max = next((c / 100 for c in range(100, -1, -1) if bound(a, c / 100)[1] >= 1.3), None)
+        print(f"| {a:.2f} | {k} | {b:.2f}x | "
+              f"{'none' if c_max is None else f'{c_max:.2f}'} |")
 
 
 if __name__ == "__main__":

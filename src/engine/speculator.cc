@@ -94,9 +94,11 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool) {
       continue;
     ++eligible_;
     const auto& toks = state->tokens;
-    const int k = opts_.adaptive ? ChooseDraftLength(s.acceptance.alpha(), opts_.num_tokens, batch,
-                                                     batch, cost_, opts_.min_gain, draft_s)
-                                 : opts_.num_tokens;
+    int k = opts_.adaptive ? ChooseDraftLength(s.acceptance.alpha(), opts_.num_tokens, batch, batch,
+                                               cost_, opts_.min_gain, draft_s)
+                           : opts_.num_tokens;
+    if (k == 0 && ++s.since_draft >= kProbeEvery) k = 1;
+    if (k > 0) s.since_draft = 0;
     if (draft_model_) {
       if (k > 0) requests_.push_back({state->id, toks, k, {}});
       continue;

@@ -88,8 +88,13 @@ class Speculator {
     std::unique_ptr<Drafter> drafter;
     size_t fed = 0;  // tokens of the sequence the drafter has seen
     AcceptanceTracker acceptance;
+    int since_draft = 0;  // eligible steps since its last draft
   };
 
+  // A sequence the policy has not let draft for this many eligible steps
+  // drafts one token anyway: its acceptance estimate would otherwise stay at
+  // the prior forever (a drafter that would pay is never found out).
+  static constexpr int kProbeEvery = 16;
   // Seconds each draft token adds to a step that drafts for `batch`
   // sequences (0 for prompt lookup).
   double DraftSecondsPerToken(size_t batch) const;
