@@ -191,3 +191,41 @@ def test_invalid_schema_is_400(brisk_server):
         client.chat.completions.create(model=MODEL_ID, messages=PET_PROMPT, max_tokens=5,
                                        response_format=order_format(True, {"type": "strin"}))
     assert e.value.body["code"] == "invalid_value"
+
+
+def test_strict_tagged_union_oneof_is_served_and_overlapping_oneof_is_400(brisk_server):
+    # pydantic writes a discriminated union as oneOf over $refs with a
+    # required Literal tag: its branches cannot both match, so anyOf's
+    # grammar enforces it exactly and a strict request is served.
+    from typing import Literal, Union
+
+    class Cat(BaseModel):
+        kind: Literal["cat"]
+        lives: int = Field(ge=0, le=9)
+
+    class Dog(BaseModel):
+        kind: Literal["dog"]
+        good: bool
+
+    class Owner(BaseModel):
+        pet: Union[Cat, Dog] = Field(discriminator="kind")
+
+    schema = Owner.model_json_schema()
+    assert "oneOf" in json.dumps(schema)
+    client = brisk_server.client()
+    raw = client.chat.completions.with_raw_response.create(
+        model=MODEL_ID, messages=PET_PROMPT, max_tokens=60, temperature=0,
+        response_format={"type": "json_schema",
+                         "json_schema": {"name": "owner", "schema": schema, "strict": True}})
+    assert "x-brisk-unenforced-keywords" not in raw.headers
+    r = raw.parse()
+    if r.choices[0].finish_reason == "stop":
+        jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+    # Integers are numbers: "exactly one" cannot be enforced here.
+    overlapping = {"type": "object", "properties": {"x": {"oneOf": [{"type": "integer"},
+                                                                    {"type": "number"}]}},
+                   "required": ["x"], "additionalProperties": False}
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL_ID, messages=PET_PROMPT, max_tokens=20,
+                                       response_format=order_format(True, overlapping))
+    assert "oneOf" in e.value.body["message"] and "/properties/x" in e.value.body["message"]
