@@ -33,7 +33,7 @@ class AcceptanceTracker {
  private:
   double accepted_;  // decayed count of accepted draft tokens
   double tried_;     // decayed count of draft tokens that faced a verdict
-  const double decay_;
+  double decay_;
 };
 
 class StepCostModel {

@@ -43,6 +43,7 @@ Speculator::Speculator(const SpeculativeOptions& options, int64_t target_weight_
 void Speculator::Track(int64_t seq_id) {
   if (!enabled()) return;
   Seq s;
+  s.acceptance = AcceptanceTracker(overall_.alpha());
   if (!draft_model_) s.drafter = std::make_unique<NgramDrafter>(opts_.ngram_min, opts_.ngram_max);
   seqs_.emplace(seq_id, std::move(s));
 }
@@ -146,6 +147,7 @@ void Speculator::Observe(std::span<const ScheduledChunk> chunks, std::span<const
     const int faced = a < k && r->token < 0 ? a : k;
     auto it = seqs_.find(c.id);
     if (it != seqs_.end()) it->second.acceptance.Update(faced, a);
+    overall_.Update(faced, a);
     if (stats) {
       ++stats->spec_drafts;
       stats->spec_draft_tokens += k;

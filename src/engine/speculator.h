@@ -101,6 +101,10 @@ class Speculator {
 
   SpeculativeOptions opts_;
   const int64_t target_weight_bytes_;
+  // Acceptance over every sequence: a new sequence starts from it (a draft
+  // model's acceptance is mostly a property of the model pair, and a short
+  // answer would end before its own estimate left a fixed prior).
+  AcceptanceTracker overall_{0.5, 4, 0.98};
   StepCostModel cost_;
   std::unordered_map<int64_t, Seq> seqs_;
   std::vector<int32_t> draft_;
