@@ -190,6 +190,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
   } else {
     status = RunForward(so);
     if (status.ok()) {
+      const auto t_out = Clock::now();
       results_.clear();
       outputs_.Process(
           so.chunks, logits_, model_.config().vocab, scheduler_, [this] { return next_seq_id_++; },
@@ -199,8 +200,9 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
         for (const SeqResult& r : results_)  // forks of a speculating sequence speculate too
           if (speculator_.Tracks(r.id))
             for (const auto& [child, token] : r.forks) speculator_.Track(child);
+        const double out_s = std::chrono::duration<double>(Clock::now() - t_out).count();
         speculator_.Observe(so.chunks, results_, static_cast<int64_t>(batch_.tokens.size()),
-                            last_step_.forward_s, &last_step_);
+                            last_step_.forward_s + out_s, &last_step_);
       }
       scheduler_.UpdateFromOutput(so, results_);
     }

@@ -55,17 +55,16 @@ void Speculator::Forget(int64_t seq_id) {
 
 double Speculator::DraftSecondsPerToken(size_t batch) const {
   if (!draft_model_) return 0;
+  // Measured: everything the draft model did per draft token it gave,
+  // prompt catch-ups included (they buy the drafts that follow). Before
+  // that, assume its step costs the target's in proportion to the weights
+  // each reads (both are memory-bound at small batches), shared by the
+  // batch's sequences.
+  if (draft_token_s_ > 0) return draft_token_s_;
   batch = std::max<size_t>(batch, 1);
-  // One draft round feeds one token of each drafting sequence; before it is
-  // measured at this size (its first forwards are prompt catch-ups), assume
-  // it costs the target's step in proportion to the weights each reads
-  // (both are memory-bound at small batches).
-  const double round = draft_model_->cost().Knows(batch)
-                           ? draft_model_->cost().Seconds(batch)
-                           : cost_.Seconds(batch) *
-                                 static_cast<double>(draft_model_->weight_bytes()) /
-                                 static_cast<double>(std::max<int64_t>(target_weight_bytes_, 1));
-  return round / static_cast<double>(batch);
+  return cost_.Seconds(batch) * static_cast<double>(draft_model_->weight_bytes()) /
+         static_cast<double>(std::max<int64_t>(target_weight_bytes_, 1)) /
+         static_cast<double>(batch);
 }
 
 void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool) {
@@ -122,18 +121,28 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool) {
     log::Warn("speculative: the draft model failed: {}", status.ToString());
     return;
   }
-  for (auto& r : requests_)
+  size_t drafted = 0;
+  for (auto& r : requests_) {
+    drafted += r.draft.size();
     if (!r.draft.empty()) scheduler.SetDraft(r.seq_id, std::move(r.draft));
+  }
+  // A step that only caught up carries its time to the next drafts.
+  unbilled_draft_s_ += draft_s_;
+  if (drafted > 0) {
+    const double per = unbilled_draft_s_ / static_cast<double>(drafted);
+    draft_token_s_ = draft_token_s_ > 0 ? 0.9 * draft_token_s_ + 0.1 * per : per;
+    unbilled_draft_s_ = 0;
+  }
 }
 
 void Speculator::Observe(std::span<const ScheduledChunk> chunks, std::span<const SeqResult> results,
-                         int64_t batch_tokens, double forward_s, StepStats* stats) {
+                         int64_t batch_tokens, double step_s, StepStats* stats) {
   if (!enabled()) return;
   if (stats) {
     stats->spec_eligible = eligible_;
     stats->spec_draft_s = draft_s_;
   }
-  cost_.Observe(static_cast<size_t>(std::max<int64_t>(batch_tokens, 1)), forward_s);
+  cost_.Observe(static_cast<size_t>(std::max<int64_t>(batch_tokens, 1)), step_s);
   for (const ScheduledChunk& c : chunks) {
     if (c.draft.empty()) continue;
     const auto r = std::find_if(results.begin(), results.end(),

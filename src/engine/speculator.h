@@ -78,10 +78,12 @@ class Speculator {
   // Drafts for the running, decoding sequences it tracks, set on the
   // scheduler for its next Schedule().
   void Propose(Scheduler& scheduler, ThreadPool& pool);
-  // A step's verdicts (results of its chunks) and its forward time over
-  // `batch_tokens` positions.
+  // A step's verdicts (results of its chunks) and its time over
+  // `batch_tokens` positions: the forward pass and the output processing
+  // (a verified position costs a logits row and its sampling; with a large
+  // vocabulary that is not small).
   void Observe(std::span<const ScheduledChunk> chunks, std::span<const SeqResult> results,
-               int64_t batch_tokens, double forward_s, StepStats* stats);
+               int64_t batch_tokens, double step_s, StepStats* stats);
 
  private:
   struct Seq {
@@ -113,6 +115,10 @@ class Speculator {
   // This step's Propose, for Observe's stats.
   int32_t eligible_ = 0;
   double draft_s_ = 0;
+  // EWMA of the draft model's seconds per draft token (0: not measured), and
+  // catch-up time not yet spread over drafts.
+  double draft_token_s_ = 0;
+  double unbilled_draft_s_ = 0;
 };
 
 }  // namespace brisk
