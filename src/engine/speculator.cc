@@ -55,16 +55,19 @@ void Speculator::Forget(int64_t seq_id) {
 
 double Speculator::DraftSecondsPerToken(size_t batch) const {
   if (!draft_model_) return 0;
-  // Measured: everything the draft model did per draft token it gave,
-  // prompt catch-ups included (they buy the drafts that follow). Before
-  // that, assume its step costs the target's in proportion to the weights
-  // each reads (both are memory-bound at small batches), shared by the
-  // batch's sequences.
-  if (draft_token_s_ > 0) return draft_token_s_;
   batch = std::max<size_t>(batch, 1);
-  return cost_.Seconds(batch) * static_cast<double>(draft_model_->weight_bytes()) /
-         static_cast<double>(std::max<int64_t>(target_weight_bytes_, 1)) /
-         static_cast<double>(batch);
+  // One draft round feeds one token of each drafting sequence. Prompt
+  // catch-ups are not billed here: they are paid once per sequence, and a
+  // per-token rate that carried them turned drafting off for good (the
+  // probes then paid catch-ups for nothing). Before the round is measured
+  // at this size, assume it costs the target's step in proportion to the
+  // weights each reads (both are memory-bound at small batches).
+  const double round = draft_model_->cost().Knows(batch)
+                           ? draft_model_->cost().Seconds(batch)
+                           : cost_.Seconds(batch) *
+                                 static_cast<double>(draft_model_->weight_bytes()) /
+                                 static_cast<double>(std::max<int64_t>(target_weight_bytes_, 1));
+  return round / static_cast<double>(batch);
 }
 
 void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool) {
@@ -80,6 +83,7 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool) {
   // come, as the measured step times grow).
   const auto batch = static_cast<size_t>(std::max<int64_t>(running, 1));
   const double draft_s = DraftSecondsPerToken(batch);
+  size_t step_drafts = 0;
   requests_.clear();
   for (auto it = seqs_.begin(); it != seqs_.end();) {
     const SeqState* state = scheduler.Find(it->first);
@@ -94,11 +98,15 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool) {
       continue;
     ++eligible_;
     const auto& toks = state->tokens;
-    int k = opts_.adaptive ? ChooseDraftLength(s.acceptance.alpha(), opts_.num_tokens, batch, batch,
-                                               cost_, opts_.min_gain, draft_s)
+    // Each sequence decides with the drafts already given to the others in
+    // the step (a step of 8 sequences each adding 3 drafts is 32 tokens,
+    // not 11).
+    int k = opts_.adaptive ? ChooseDraftLength(s.acceptance.alpha(), opts_.num_tokens, batch,
+                                               batch + step_drafts, cost_, opts_.min_gain, draft_s)
                            : opts_.num_tokens;
     if (k == 0 && ++s.since_draft >= kProbeEvery) k = 1;
     if (k > 0) s.since_draft = 0;
+    step_drafts += static_cast<size_t>(k);
     if (draft_model_) {
       if (k > 0) requests_.push_back({state->id, toks, k, {}});
       continue;
@@ -121,18 +129,8 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool) {
     log::Warn("speculative: the draft model failed: {}", status.ToString());
     return;
   }
-  size_t drafted = 0;
-  for (auto& r : requests_) {
-    drafted += r.draft.size();
+  for (auto& r : requests_)
     if (!r.draft.empty()) scheduler.SetDraft(r.seq_id, std::move(r.draft));
-  }
-  // A step that only caught up carries its time to the next drafts.
-  unbilled_draft_s_ += draft_s_;
-  if (drafted > 0) {
-    const double per = unbilled_draft_s_ / static_cast<double>(drafted);
-    draft_token_s_ = draft_token_s_ > 0 ? 0.9 * draft_token_s_ + 0.1 * per : per;
-    unbilled_draft_s_ = 0;
-  }
 }
 
 void Speculator::Observe(std::span<const ScheduledChunk> chunks, std::span<const SeqResult> results,

@@ -115,10 +115,6 @@ class Speculator {
   // This step's Propose, for Observe's stats.
   int32_t eligible_ = 0;
   double draft_s_ = 0;
-  // EWMA of the draft model's seconds per draft token (0: not measured), and
-  // catch-up time not yet spread over drafts.
-  double draft_token_s_ = 0;
-  double unbilled_draft_s_ = 0;
 };
 
 }  // namespace brisk
