@@ -12,6 +12,7 @@
 
 #include "engine/default_model_test_base.h"
 #include "engine/engine.h"
+#include "engine/speculative_test_run.h"
 
 namespace brisk {
 namespace {
@@ -35,34 +36,10 @@ class EngineDraftModelTest : public DefaultModelTest {
     DefaultModelTest::TearDownTestSuite();
   }
 
-  struct Run {
-    std::map<int64_t, std::vector<int32_t>> tokens;  // by request id
-    int64_t drafted = 0, accepted = 0, usage_accepted = 0, preemptions = 0;
-  };
+  using Run = SpeculativeRun;
 
   Run RunAll(const EngineOptions& opts, const std::vector<GenerationRequest>& reqs) {
-    Engine e(*model_, *tok_, opts);
-    Run run;
-    for (const auto& r : reqs) EXPECT_TRUE(e.Add(r).ok());
-    std::vector<SequenceOutput> outs;
-    while (e.HasWork()) {
-      outs.clear();
-      EXPECT_TRUE(e.Step(&outs).ok());
-      run.drafted += e.last_step().spec_draft_tokens;
-      run.accepted += e.last_step().spec_accepted_tokens;
-      for (auto& o : outs) {
-        auto& t = run.tokens[o.request_id];
-        t.insert(t.end(), o.new_tokens.begin(), o.new_tokens.end());
-        if (o.finished) run.usage_accepted += o.accepted_draft_tokens;
-      }
-    }
-    run.preemptions = e.num_preemptions();
-    EXPECT_EQ(e.block_pool().num_used(), 0) << "target KV blocks leaked";
-    if (const DraftModelRunner* d = e.speculator().draft_model()) {
-      EXPECT_EQ(d->pool().num_used(), 0) << "draft KV blocks leaked";
-      EXPECT_EQ(d->tracked(), 0);
-    }
-    return run;
+    return RunToEnd(*model_, *tok_, opts, reqs);
   }
 
   static EngineOptions WithDraft(EngineOptions o) {

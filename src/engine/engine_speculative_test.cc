@@ -10,18 +10,14 @@
 
 #include "engine/default_model_test_base.h"
 #include "engine/engine.h"
+#include "engine/speculative_test_run.h"
 
 namespace brisk {
 namespace {
 
 class EngineSpeculativeTest : public DefaultModelTest {
  protected:
-  struct Run {
-    std::map<int64_t, std::vector<int32_t>> tokens;  // by request id
-    std::map<int64_t, std::string> text;
-    int64_t drafted = 0, accepted = 0, usage_accepted = 0;
-    int64_t preemptions = 0;
-  };
+  using Run = SpeculativeRun;
 
   static std::vector<std::string> Prompts() {
     std::vector<std::string> p = {
@@ -45,28 +41,7 @@ class EngineSpeculativeTest : public DefaultModelTest {
   }
 
   Run RunPrompts(const EngineOptions& opts, const std::vector<GenerationRequest>& reqs) {
-    Engine e(*model_, *tok_, opts);
-    Run run;
-    for (const auto& r : reqs) {
-      auto id = e.Add(r);
-      EXPECT_TRUE(id.ok()) << id.status().ToString();
-    }
-    std::vector<SequenceOutput> outs;
-    while (e.HasWork()) {
-      outs.clear();
-      EXPECT_TRUE(e.Step(&outs).ok());
-      run.drafted += e.last_step().spec_draft_tokens;
-      run.accepted += e.last_step().spec_accepted_tokens;
-      for (auto& o : outs) {
-        auto& t = run.tokens[o.request_id];
-        t.insert(t.end(), o.new_tokens.begin(), o.new_tokens.end());
-        run.text[o.request_id] += o.text;
-        if (o.finished) run.usage_accepted += o.accepted_draft_tokens;
-      }
-    }
-    run.preemptions = e.num_preemptions();
-    EXPECT_EQ(e.block_pool().num_used(), 0) << "KV blocks leaked";
-    return run;
+    return RunToEnd(*model_, *tok_, opts, reqs);
   }
 
   static EngineOptions Spec(EngineOptions o) {

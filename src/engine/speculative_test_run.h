@@ -1,0 +1,55 @@
+// Test helper shared by the speculative-decoding engine tests (header only,
+// included by *_test.cc): runs requests to the end on a fresh engine and
+// collects what each produced and what speculation did, checking that no KV
+// block of the target or of a draft model is left held.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace brisk {
+
+struct SpeculativeRun {
+  std::map<int64_t, std::vector<int32_t>> tokens;  // by request id
+  std::map<int64_t, std::string> text;
+  int64_t drafted = 0, accepted = 0, usage_accepted = 0;
+  int64_t preemptions = 0;
+};
+
+inline SpeculativeRun RunToEnd(LlamaModel& model, const Tokenizer& tok, const EngineOptions& opts,
+                               const std::vector<GenerationRequest>& reqs) {
+  Engine e(model, tok, opts);
+  SpeculativeRun run;
+  for (const auto& r : reqs) {
+    auto id = e.Add(r);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+  }
+  std::vector<SequenceOutput> outs;
+  while (e.HasWork()) {
+    outs.clear();
+    EXPECT_TRUE(e.Step(&outs).ok());
+    run.drafted += e.last_step().spec_draft_tokens;
+    run.accepted += e.last_step().spec_accepted_tokens;
+    for (auto& o : outs) {
+      auto& t = run.tokens[o.request_id];
+      t.insert(t.end(), o.new_tokens.begin(), o.new_tokens.end());
+      run.text[o.request_id] += o.text;
+      if (o.finished) run.usage_accepted += o.accepted_draft_tokens;
+    }
+  }
+  run.preemptions = e.num_preemptions();
+  EXPECT_EQ(e.block_pool().num_used(), 0) << "target KV blocks leaked";
+  if (const DraftModelRunner* d = e.speculator().draft_model()) {
+    EXPECT_EQ(d->pool().num_used(), 0) << "draft KV blocks leaked";
+    EXPECT_EQ(d->tracked(), 0);
+  }
+  return run;
+}
+
+}  // namespace brisk
