@@ -77,6 +77,12 @@ Status DraftModelRunner::Propose(std::span<Request> requests, ThreadPool& pool) 
     Request& r = requests[i];
     r.draft.clear();
     if (r.tokens.empty() || r.k <= 0) continue;
+    // A draft with a shorter context than the target stops drafting for a
+    // sequence that outgrew it (the target goes on alone).
+    if (static_cast<int64_t>(r.tokens.size()) + r.k - 1 > model_.config().context_length) {
+      Forget(r.seq_id);
+      continue;
+    }
     Seq& s = seqs_[r.seq_id];
     const auto n_common = static_cast<size_t>(
         std::mismatch(s.cached.begin(), s.cached.end(), r.tokens.begin(), r.tokens.end()).first -
