@@ -69,6 +69,11 @@ struct ByteDfa {
   // starts, plus chars_to_accept[the next state] stay within it.
   uint32_t max_chars = 0xFFFFFFFFu;
   std::vector<uint32_t> chars_to_accept;  // per state, when max_chars is set
+  // Set when a grammar takes the DFA (JsonGrammar::AddPatternString):
+  // unique in the process, so a cache of per-state results keys on it and
+  // never on an address that a later grammar may reuse.
+  uint64_t uid = 0;
+  uint32_t max_chars_to_accept = 0;  // the largest chars_to_accept entry
 
   size_t num_states() const { return accepting.size(); }
   bool empty() const { return accepting.empty(); }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace brisk {
 
@@ -15,6 +16,10 @@ uint32_t JsonGrammar::AddString(uint32_t min_len, uint32_t max_len) {
 }
 
 uint32_t JsonGrammar::AddPatternString(ByteDfa dfa) {
+  static std::atomic<uint64_t> next_uid{1};
+  dfa.uid = next_uid.fetch_add(1, std::memory_order_relaxed);
+  for (uint32_t c : dfa.chars_to_accept)
+    dfa.max_chars_to_accept = std::max(dfa.max_chars_to_accept, c);
   patterns.push_back(std::move(dfa));
   GrammarNode n;
   n.kind = NodeKind::kString;

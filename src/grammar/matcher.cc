@@ -207,19 +207,38 @@ bool GrammarMatcher::Finished() const {
   return !ends_.empty();
 }
 
-const ByteDfa* GrammarMatcher::PatternString(MatchFrame* top) const {
-  if (ends_.size() != 1 || frames_.empty()) return nullptr;
-  const MatchFrame& f = frames_.back();
-  const GrammarNode& n = g_->nodes[f.node];
-  if (n.kind != NodeKind::kString || n.pattern == kNoNode || f.phase != phase::kStrBody)
-    return nullptr;
-  *top = f;
-  return &g_->patterns[n.pattern];
+bool GrammarMatcher::PatternStrings(std::vector<PatternTop>* out) const {
+  out->clear();
+  uint32_t begin = 0;
+  for (uint32_t end : ends_) {
+    if (end == begin) return false;
+    const MatchFrame& f = frames_[end - 1];
+    const GrammarNode& n = g_->nodes[f.node];
+    if (n.kind != NodeKind::kString || n.pattern == kNoNode || f.phase != phase::kStrBody)
+      return false;
+    const PatternTop top{&g_->patterns[n.pattern], f};
+    if (std::find(out->begin(), out->end(), top) == out->end()) out->push_back(top);
+    begin = end;
+  }
+  return !out->empty();
 }
 
 int64_t GrammarMatcher::PlainStringBudget() const {
-  if (ends_.size() != 1 || frames_.empty()) return -1;
-  const MatchFrame& f = frames_.back();
+  // Plain text never splits a thread nor moves it off the string, so the
+  // token is accepted iff the thread with the largest budget takes it.
+  int64_t budget = -1;
+  uint32_t begin = 0;
+  for (uint32_t end : ends_) {
+    if (end == begin) return -1;  // a finished value: nothing may follow
+    const int64_t b = PlainBudgetOf(frames_[end - 1]);
+    if (b < 0) return -1;
+    budget = std::max(budget, b);
+    begin = end;
+  }
+  return budget;
+}
+
+int64_t GrammarMatcher::PlainBudgetOf(const MatchFrame& f) const {
   if (f.lex != string_lexer::kNormal) return -1;
   const GrammarNode& n = g_->nodes[f.node];
   if (n.kind == NodeKind::kString && f.phase == phase::kStrBody && n.pattern == kNoNode) {

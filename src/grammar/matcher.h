@@ -68,18 +68,26 @@ class GrammarMatcher {
   // Copies `other`'s state into this one, keeping this one's buffers.
   void CopyFrom(const GrammarMatcher& other);
 
-  // For the token-mask fast path: when the only thread is inside a string
-  // (a value, or a key where extra keys are allowed) between characters, the number of further code
-  // points the string may take (kUnbounded if no limit): any byte string of
-  // complete UTF-8 characters without '"', '\\' or control bytes of at most
-  // that many code points is accepted and leaves the state as it was (but
-  // for the count). -1 in every other state.
+  // For the token-mask fast path: when every thread is inside a string (a
+  // value, or a key where extra keys are allowed) between characters, the
+  // largest number of further code points one of them may take (kUnbounded
+  // if no limit): any byte string of complete UTF-8 characters without '"',
+  // '\\' or control bytes of at most that many code points is accepted, and
+  // leaves each thread that takes it as it was (but for the count); no
+  // thread splits. -1 in every other state.
   int64_t PlainStringBudget() const;
 
-  // For the token-mask walk: when the only thread is inside a string with a
-  // pattern (json_grammar.h), its DFA, and *top its frame (DFA state in b,
-  // characters in a, lexer state); nullptr in every other state.
-  const ByteDfa* PatternString(MatchFrame* top) const;
+  // For the token-mask walk: when every thread is inside a string with a
+  // pattern (json_grammar.h), true and, once for each distinct one, the
+  // DFA and the thread's top frame (DFA state in b, characters in a, lexer
+  // state); false in every other state. Bytes inside the strings never
+  // split a thread.
+  struct PatternTop {
+    const ByteDfa* dfa;
+    MatchFrame frame;
+    bool operator==(const PatternTop&) const = default;
+  };
+  bool PatternStrings(std::vector<PatternTop>* out) const;
 
   const JsonGrammar* grammar() const { return g_; }
   size_t num_threads() const { return ends_.size(); }
@@ -100,6 +108,8 @@ class GrammarMatcher {
   // Whether a value of `node` can start with `byte` (unions: any branch).
   bool CanStartWith(uint32_t node, uint8_t byte, int depth = 0) const;
   bool CanFinish(const MatchFrame& f) const;
+  // PlainStringBudget() of one thread whose top frame is `f`.
+  int64_t PlainBudgetOf(const MatchFrame& f) const;
   void DedupeNext();
 
   StepResult StepString(MatchFrame& f, const GrammarNode& n, uint8_t byte) const;

@@ -102,59 +102,110 @@ std::unique_ptr<TokenTrie> TokenTrie::Build(const Tokenizer& tokenizer) {
 TokenMasker::TokenMasker(const TokenTrie* trie) : trie_(trie) {
   states_.resize(trie->max_depth() + 1);
   frames_.resize(trie->max_depth() + 1);
-  left_string_.resize(trie->max_depth() + 1);
   path_.resize(trie->max_depth() + 1);
+  close_seen_.resize(trie->num_nodes());
 }
 
-void TokenMasker::WalkPattern(const GrammarMatcher& m, const ByteDfa& dfa, const MatchFrame& top,
-                              TokenBitmask* out) {
+void TokenMasker::WalkPattern(const ByteDfa& dfa, const MatchFrame& top, PatternWalk* walk) {
   const TokenTrie& t = *trie_;
+  walk->inside.assign(t.words_, 0);
+  walk->close_nodes.clear();
+  walk->close_bytes.clear();
   frames_[0] = top;
-  left_string_[0] = 0;
   const uint32_t n = static_cast<uint32_t>(t.byte_.size());
   for (uint32_t i = 1; i < n;) {
     ++visited_;
     const uint8_t d = t.depth_[i];
     const uint8_t b = t.byte_[i];
     path_[d] = b;
-    bool ok = false;
-    if (left_string_[d - 1]) {
-      states_[d].CopyFrom(states_[d - 1]);
-      ok = states_[d].Advance(b);
-      left_string_[d] = 1;
-    } else {
-      // The same steps as GrammarMatcher::StepString for a pattern.
-      MatchFrame& f = frames_[d];
-      f = frames_[d - 1];
-      using string_lexer::Lexed;
-      const Lexed lexed = string_lexer::Lex(f.lex, f.lex_aux, f.flags, b, /*canonical=*/false);
-      if (lexed == Lexed::kClose) {
-        // The string ends: the matcher walks the rest of this subtree.
-        ok = dfa.accepting[f.b] != 0;
-        if (ok) {
-          states_[d].CopyFrom(m);
-          ok = states_[d].AdvanceBytes(
-              std::string_view(reinterpret_cast<const char*>(path_.data()) + 1, d));
-        }
-        left_string_[d] = 1;
-      } else if (lexed != Lexed::kBad) {
-        const uint32_t next = dfa.Next(f.b, b);
-        ok = next != kDfaDead;
-        if (ok && dfa.max_chars != kUnbounded) {
-          const uint32_t chars = f.a + (lexed == Lexed::kCharStart ? 1 : 0);
-          ok = uint64_t{chars} + dfa.chars_to_accept[next] <= dfa.max_chars;
-          f.a = chars;
-        }
-        f.b = next;
-        left_string_[d] = 0;
+    // The same steps as GrammarMatcher::StepString for a pattern.
+    MatchFrame& f = frames_[d];
+    f = frames_[d - 1];
+    using string_lexer::Lexed;
+    const Lexed lexed = string_lexer::Lex(f.lex, f.lex_aux, f.flags, b, /*canonical=*/false);
+    if (lexed == Lexed::kClose) {
+      // The string ends here: the matcher decides this subtree (Compute).
+      if (dfa.accepting[f.b]) {
+        walk->close_nodes.push_back(i);
+        walk->close_bytes.insert(walk->close_bytes.end(), path_.begin() + 1, path_.begin() + d + 1);
       }
+      i = t.next_[i];
+      continue;
+    }
+    bool ok = lexed != Lexed::kBad;
+    if (ok) {
+      const uint32_t next = dfa.Next(f.b, b);
+      ok = next != kDfaDead;
+      if (ok && dfa.max_chars != kUnbounded) {
+        const uint32_t chars = f.a + (lexed == Lexed::kCharStart ? 1 : 0);
+        ok = uint64_t{chars} + dfa.chars_to_accept[next] <= dfa.max_chars;
+        f.a = chars;
+      }
+      f.b = next;
     }
     if (!ok) {
       i = t.next_[i];
       continue;
     }
+    for (uint32_t k = t.tok_begin_[i]; k < t.tok_end_[i]; ++k) SetBit(walk->inside, t.ids_[k]);
+    ++i;
+  }
+}
+
+const TokenMasker::PatternWalk& TokenMasker::PatternTokens(const ByteDfa& dfa,
+                                                           const MatchFrame& top) {
+  // Whether a character budget can bind within one token: if not, the walk
+  // depends on the DFA state and the lexer state alone and is cached.
+  const bool budget_binds =
+      dfa.max_chars != kUnbounded &&
+      uint64_t{top.a} + trie_->max_depth() + dfa.max_chars_to_accept > dfa.max_chars;
+  if (budget_binds) {
+    WalkPattern(dfa, top, &scratch_walk_);
+    return scratch_walk_;
+  }
+  const PatternKey key{dfa.uid, top.b, top.lex, top.lex_aux, top.flags};
+  if (auto it = pattern_cache_.find(key); it != pattern_cache_.end()) {
+    ++pattern_cache_hits_;
+    return it->second;
+  }
+  if (pattern_cache_.size() >= kMaxPatternCacheEntries) pattern_cache_.clear();
+  PatternWalk& walk = pattern_cache_[key];
+  WalkPattern(dfa, top, &walk);
+  return walk;
+}
+
+void TokenMasker::WalkNodes(uint32_t begin, uint32_t end, bool skip_plain, TokenBitmask* out) {
+  // states_[depth_[begin] - 1] holds the matcher before begin's byte.
+  const TokenTrie& t = *trie_;
+  for (uint32_t i = begin; i < end;) {
+    if (skip_plain && t.all_plain_[i]) {
+      i = t.next_[i];  // all covered by the plain mask
+      continue;
+    }
+    ++visited_;
+    const uint8_t d = t.depth_[i];
+    GrammarMatcher& cur = states_[d];
+    cur.CopyFrom(states_[d - 1]);
+    if (!cur.Advance(t.byte_[i])) {
+      i = t.next_[i];
+      continue;
+    }
     for (uint32_t k = t.tok_begin_[i]; k < t.tok_end_[i]; ++k) SetBit(*out, t.ids_[k]);
     ++i;
+  }
+}
+
+void TokenMasker::FinishCloses(const GrammarMatcher& m, const PatternWalk& walk,
+                               TokenBitmask* out) {
+  const TokenTrie& t = *trie_;
+  size_t offset = 0;
+  for (uint32_t node : walk.close_nodes) {
+    const uint8_t d = t.depth_[node];
+    const std::string_view before(reinterpret_cast<const char*>(walk.close_bytes.data()) + offset,
+                                  d - 1u);
+    offset += d;
+    states_[d - 1].CopyFrom(m);
+    if (states_[d - 1].AdvanceBytes(before)) WalkNodes(node, t.next_[node], false, out);
   }
 }
 
@@ -167,28 +218,39 @@ void TokenMasker::Compute(const GrammarMatcher& m, TokenBitmask* out) {
     for (size_t w = 0; w < t.words_; ++w) (*out)[w] |= plain[w];
   }
   visited_ = 0;
-  MatchFrame top;
-  if (const ByteDfa* dfa = m.PatternString(&top)) {
-    WalkPattern(m, *dfa, top, out);
+  if (m.PatternStrings(&pattern_tops_)) {
+    // Tokens inside the strings come from each thread's DFA walk (no
+    // thread splits there, so the union is exact); each token that closes
+    // a string is finished by the whole matcher from its closing byte.
+    if (pattern_tops_.size() == 1) {
+      const PatternWalk& walk = PatternTokens(*pattern_tops_[0].dfa, pattern_tops_[0].frame);
+      for (size_t w = 0; w < t.words_; ++w) (*out)[w] |= walk.inside[w];
+      FinishCloses(m, walk, out);
+    } else {
+      merged_closes_.close_nodes.clear();
+      merged_closes_.close_bytes.clear();
+      for (const auto& [dfa, top] : pattern_tops_) {
+        const PatternWalk& walk = PatternTokens(*dfa, top);
+        for (size_t w = 0; w < t.words_; ++w) (*out)[w] |= walk.inside[w];
+        size_t offset = 0;
+        for (uint32_t node : walk.close_nodes) {
+          const uint8_t d = t.depth_[node];
+          if (!close_seen_[node]) {
+            close_seen_[node] = 1;
+            merged_closes_.close_nodes.push_back(node);
+            merged_closes_.close_bytes.insert(merged_closes_.close_bytes.end(),
+                                              walk.close_bytes.begin() + offset,
+                                              walk.close_bytes.begin() + offset + d);
+          }
+          offset += d;
+        }
+      }
+      for (uint32_t node : merged_closes_.close_nodes) close_seen_[node] = 0;
+      FinishCloses(m, merged_closes_, out);
+    }
   } else if (!m.Finished()) {
     states_[0].CopyFrom(m);
-    const uint32_t n = static_cast<uint32_t>(t.byte_.size());
-    for (uint32_t i = 1; i < n;) {
-      if (budget >= 0 && t.all_plain_[i]) {
-        i = t.next_[i];  // all covered by the plain mask
-        continue;
-      }
-      ++visited_;
-      const uint8_t d = t.depth_[i];
-      GrammarMatcher& cur = states_[d];
-      cur.CopyFrom(states_[d - 1]);
-      if (!cur.Advance(t.byte_[i])) {
-        i = t.next_[i];
-        continue;
-      }
-      for (uint32_t k = t.tok_begin_[i]; k < t.tok_end_[i]; ++k) SetBit(*out, t.ids_[k]);
-      ++i;
-    }
+    WalkNodes(1, static_cast<uint32_t>(t.byte_.size()), /*skip_plain=*/budget >= 0, out);
   }
   if (m.CanEnd())
     for (int32_t id : t.eog_) SetBit(*out, id);

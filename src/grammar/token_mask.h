@@ -9,18 +9,23 @@
 //
 // TokenMasker walks the trie depth-first carrying one matcher copy per
 // depth; a byte the matcher rejects prunes the whole subtree. Fast path:
-// inside a string between characters, tokens made only of complete UTF-8
-// characters without '"', '\\' or control bytes ("plain" tokens) are
-// accepted iff their code point count fits the string's remaining length,
-// so a precomputed bitmask per count is OR-ed in and every subtree holding
-// only plain tokens is skipped. Inside a string with a pattern, the walk
+// inside a string between characters (in every live thread), tokens made
+// only of complete UTF-8 characters without '"', '\\' or control bytes
+// ("plain" tokens) are accepted iff their code point count fits the largest
+// remaining length, so a precomputed bitmask per count is OR-ed in and
+// every subtree holding only plain tokens is skipped. Inside a string with a pattern, the walk
 // follows the string's DFA alone (a table lookup per trie node, no matcher
 // copy) until a token closes the string; from there the matcher takes over.
+// That walk depends only on the DFA state and the lexer state (when no
+// maxLength can bind within one token), so it is cached per state: a
+// long free-text string with a pattern costs one walk per state, not one
+// per token.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/matcher.h"
@@ -81,21 +86,65 @@ class TokenMasker {
 
   // Trie nodes visited by the last Compute() (for benchmarks).
   size_t last_visited() const { return visited_; }
+  // Masks inside a pattern string answered from the per-DFA-state cache.
+  size_t pattern_cache_hits() const { return pattern_cache_hits_; }
 
  private:
+  // The tokens a pattern string's DFA walk finds from one state: those that
+  // stay inside the string (a bitmask) and the trie nodes where the string
+  // closes in an accepting state (the matcher finishes those subtrees), with
+  // each one's path bytes, closing quote included, one after another.
+  struct PatternWalk {
+    TokenBitmask inside;
+    std::vector<uint32_t> close_nodes;
+    std::vector<uint8_t> close_bytes;
+  };
+  // Key of a cached walk: the DFA (its uid), its state and the string
+  // lexer's state. The character count is not in it: a walk is cached only
+  // when no budget can bind within one token.
+  struct PatternKey {
+    uint64_t dfa_uid;
+    uint32_t state;
+    uint8_t lex, lex_aux, flags;
+    bool operator==(const PatternKey&) const = default;
+  };
+  struct PatternKeyHash {
+    size_t operator()(const PatternKey& k) const {
+      return std::hash<uint64_t>()(k.dfa_uid * 0x9E3779B97F4A7C15ull ^ k.state) ^
+             (size_t{k.lex} << 8 | size_t{k.lex_aux} << 16 | size_t{k.flags} << 24);
+    }
+  };
+  // At most this many walks are kept (each a vocabulary bitmask, 6 KiB at
+  // 49k tokens, 32 KiB at 262k); past it the cache starts over.
+  static constexpr size_t kMaxPatternCacheEntries = 2048;
+
   const TokenTrie* trie_;
   std::vector<GrammarMatcher> states_;  // states_[d]: after the first d bytes of the path
-  // The pattern-string walk: the frame after the first d bytes, whether the
-  // path has left the string by then (states_[d] holds the matcher), and
-  // the path's bytes.
+  // The pattern-string walk: the frame after the first d bytes, and the
+  // path's bytes.
   std::vector<MatchFrame> frames_;
-  std::vector<uint8_t> left_string_;
   std::vector<uint8_t> path_;
+  std::unordered_map<PatternKey, PatternWalk, PatternKeyHash> pattern_cache_;
+  PatternWalk scratch_walk_;
+  // Several threads in pattern strings: their distinct tops, and the close
+  // nodes of all their walks (close_seen_ marks them while merging).
+  std::vector<GrammarMatcher::PatternTop> pattern_tops_;
+  PatternWalk merged_closes_;
+  std::vector<uint8_t> close_seen_;
 
-  // Compute()'s trie walk inside a string with a pattern.
-  void WalkPattern(const GrammarMatcher& m, const ByteDfa& dfa, const MatchFrame& top,
-                   TokenBitmask* out);
+  // The walk inside a string with a pattern, from the frame `top`.
+  void WalkPattern(const ByteDfa& dfa, const MatchFrame& top, PatternWalk* walk);
+  // WalkPattern's result for `top`, from the cache where it can be.
+  const PatternWalk& PatternTokens(const ByteDfa& dfa, const MatchFrame& top);
+  // Finishes each token that closes the string in `walk` (its close nodes)
+  // with the whole matcher `m`.
+  void FinishCloses(const GrammarMatcher& m, const PatternWalk& walk, TokenBitmask* out);
+  // The matcher walk over trie nodes [begin, end) (a run of whole subtrees
+  // at one depth); states_[depth - 1] holds the state before them.
+  // skip_plain: subtrees of plain tokens are left to the plain mask.
+  void WalkNodes(uint32_t begin, uint32_t end, bool skip_plain, TokenBitmask* out);
   size_t visited_ = 0;
+  size_t pattern_cache_hits_ = 0;
 };
 
 // Expands a bitmask to one byte per token (the sampler's mask form) for a

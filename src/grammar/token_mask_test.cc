@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "grammar/schema_compiler.h"
@@ -54,10 +55,13 @@ const char* kPersonInstance =
 
 // Walks `instance` token by token; at each state the mask must equal the
 // reference and hold the instance's next token (the end at the end).
+// `masker` (optional) is kept across walks, with its caches.
 void WalkAndCompare(const Tokenizer& tok, const CompiledSchema& schema, const std::string& instance,
-                    int max_reference_checks) {
-  auto trie = TokenTrie::Build(tok);
-  TokenMasker masker(trie.get());
+                    int max_reference_checks, TokenMasker* kept = nullptr) {
+  std::unique_ptr<TokenTrie> trie;
+  std::optional<TokenMasker> own;
+  if (!kept) own.emplace((trie = TokenTrie::Build(tok)).get());
+  TokenMasker& masker = kept ? *kept : *own;
   GrammarMatcher m(&schema.grammar);
   const std::vector<int32_t> ids = tok.Encode(instance, false, false);
   ASSERT_EQ(tok.Decode(ids, true), instance);
@@ -157,6 +161,103 @@ TEST(TokenMaskTest, PatternStringsWalkTheirDfa) {
                  "{\"zip\":\"12345\",\"note\":\"a \\\"q\\\" \xc3\xa9\\n\","
                  "\"when\":\"2024-02-29T10:20:30.5Z\",\"n\":7}",
                  1000);
+}
+
+TEST(TokenMaskTest, PatternWalksAreCachedPerDfaState) {
+  const Tokenizer* tok = LoadTokenizer(SmolPath());
+  if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
+  // Free text under a word-count pattern: a DFA state recurs only when the
+  // text does (each word moves to the next count), so most hits come from
+  // the second walk, as from a later request with the same grammar. "short" has a maxLength
+  // that binds within a token near its end (no cache there); two strings
+  // share one pattern text but are separate DFAs (uids).
+  auto schema = CompileJsonSchemaText(
+      R"({"type":"object","properties":{
+          "text":{"type":"string","pattern":"^(?:\\S+\\s+){0,40}\\S+$","maxLength":2000},
+          "short":{"type":"string","pattern":"^(?:\\S+\\s+){0,40}\\S+$","maxLength":24},
+          "n":{"type":"integer"}},"required":["text","short","n"]})");
+  ASSERT_TRUE(schema.ok());
+  ASSERT_TRUE(schema->unenforced.empty());
+  auto trie = TokenTrie::Build(*tok);
+  TokenMasker masker(trie.get());
+  const std::string instance =
+      "{\"text\":\"the cat sat on the mat and the cat sat on the hat, \\\"quoted\\\" "
+      "caf\xc3\xa9 the end\",\"short\":\"one two three four five\",\"n\":3}";
+  WalkAndCompare(*tok, *schema, instance, 1000, &masker);
+  const size_t hits = masker.pattern_cache_hits();
+  EXPECT_GT(hits, 0u);
+  // A second walk over the same grammar is answered from the cache again,
+  // and a fresh grammar with the same text does not reuse its entries.
+  WalkAndCompare(*tok, *schema, instance, 1000, &masker);
+  EXPECT_GT(masker.pattern_cache_hits(), 2 * hits + 10);
+  auto again = CompileJsonSchemaText(R"({"type":"string",
+      "pattern":"^(?:\\S+\\s+){0,40}\\S+$"})");
+  ASSERT_TRUE(again.ok());
+  WalkAndCompare(*tok, *again, "\"a b c\"", 1000, &masker);
+}
+
+TEST(TokenMaskTest, StringsInEveryThreadOfAUnionUseThePlainMask) {
+  const Tokenizer* tok = LoadTokenizer(SmolPath());
+  if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
+  // Objects that all start {"key":" keep several threads alive inside the
+  // string; the plain-token mask (the largest budget) still applies.
+  auto schema = CompileJsonSchemaText(R"({"anyOf":[
+      {"type":"object","properties":{"key":{"type":"string","maxLength":3},"a":{"type":"integer"}},
+       "required":["key","a"]},
+      {"type":"object","properties":{"key":{"type":"string"},"b":{"type":"boolean"}},
+       "required":["key","b"]},
+      {"type":"object","properties":{"key":{"type":"string","maxLength":8},"c":{"type":"null"}},
+       "required":["key","c"]}]})");
+  ASSERT_TRUE(schema.ok());
+  ASSERT_TRUE(schema->unenforced.empty());
+  WalkAndCompare(*tok, *schema, R"({"key":"ab","a":1})", 1000);
+  WalkAndCompare(*tok, *schema, R"({"key":"a longer \"value\" here","b":true})", 1000);
+  WalkAndCompare(*tok, *schema, R"({"key":"seven c","c":null})", 1000);
+  auto trie = TokenTrie::Build(*tok);
+  TokenMasker masker(trie.get());
+  GrammarMatcher m(&schema->grammar);
+  ASSERT_TRUE(m.AdvanceBytes(R"({"key":"x)"));
+  ASSERT_GT(m.num_threads(), 1u);
+  EXPECT_EQ(m.PlainStringBudget(), kUnbounded);
+  TokenBitmask mask;
+  masker.Compute(m, &mask);
+  // Only the paths to tokens with a quote, backslash or control byte are
+  // walked, not the whole trie.
+  EXPECT_LT(masker.last_visited(), trie->num_nodes() / 4);
+}
+
+TEST(TokenMaskTest, PatternStringsInSeveralThreads) {
+  const Tokenizer* tok = LoadTokenizer(SmolPath());
+  if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
+  // Two object schemas that both start {"id":" with different patterns
+  // (and a recursive one, as a taxonomy tree): each thread's DFA walk gives
+  // the tokens inside the string; the tokens that close it go through the
+  // whole matcher.
+  auto schema = CompileJsonSchemaText(R"({"$defs":{
+      "leaf":{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z_]*$"},
+              "v":{"type":"string","pattern":"^AV:[NL]/C:[LH]$"}},"required":["id","v"],
+              "additionalProperties":false},
+      "node":{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z0-9 ]*$"},
+              "children":{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/node"},
+                                                           {"$ref":"#/$defs/leaf"}]}}},
+              "required":["id","children"],"additionalProperties":false}},
+      "type":"array","items":{"anyOf":[{"$ref":"#/$defs/node"},{"$ref":"#/$defs/leaf"}]}})");
+  ASSERT_TRUE(schema.ok());
+  ASSERT_TRUE(schema->unenforced.empty());
+  WalkAndCompare(*tok, *schema,
+                 R"([{"id":"webapp","children":[{"id":"xss_stored","v":"AV:N/C:H"},)"
+                 R"({"id":"csrf 2","children":[]}]},{"id":"local","v":"AV:L/C:L"}])",
+                 1000);
+  auto trie = TokenTrie::Build(*tok);
+  TokenMasker masker(trie.get());
+  GrammarMatcher m(&schema->grammar);
+  ASSERT_TRUE(m.AdvanceBytes(R"([{"id":"ab)"));
+  ASSERT_GT(m.num_threads(), 1u);
+  TokenBitmask mask, ref;
+  masker.Compute(m, &mask);
+  TokenMasker::ComputeReference(*tok, m, &ref);
+  EXPECT_EQ(mask, ref);
+  EXPECT_LT(masker.last_visited(), trie->num_nodes());
 }
 
 }  // namespace
