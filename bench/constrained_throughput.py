@@ -46,6 +46,19 @@ SCHEMA = {
     "additionalProperties": False,
 }
 
+# The slow class of schemas in MaskBench (BENCHMARKS.md): a union of object
+# schemas that share their first keys, so every branch's matcher thread stays
+# alive through the shared strings, plus free text under a word-count pattern.
+UNION_SCHEMA = {"anyOf": [
+    {"type": "object",
+     "properties": {**{k: v for k, v in SCHEMA["properties"].items() if k != "seniority"},
+                    "summary": {"type": "string", "pattern": "^(?:\\S+\\s+){0,40}\\S+$",
+                                "maxLength": 300},
+                    "seniority": {"const": level}},
+     "required": SCHEMA["required"] + ["summary"],
+     "additionalProperties": False}
+    for level in ["junior", "mid", "senior", "lead"]]}
+
 PASSAGES = [
     "Maria Lopez has spent eleven years at Northwind Logistics in Rotterdam, where she leads "
     "the routing team. She is known for her work on Python tooling and warehouse forecasting.",
@@ -85,13 +98,20 @@ SYSTEM = ("Extract the person's record from the text as JSON with the fields nam
           "role, city, years_experience, skills and seniority (junior, mid, senior or lead).")
 
 
+SCHEMAS = {"person": (SCHEMA, SYSTEM),
+           "union": (UNION_SCHEMA, SYSTEM.replace("skills and seniority", "skills, summary (one "
+                                                  "sentence) and seniority"))}
+SCHEMA_CHOICE = "person"
+
+
 def body(passage, constrained, max_tokens):
-    b = {"messages": [{"role": "system", "content": SYSTEM},
+    schema, system = SCHEMAS[SCHEMA_CHOICE]
+    b = {"messages": [{"role": "system", "content": system},
                       {"role": "user", "content": passage}],
          "max_tokens": max_tokens, "temperature": 0}
     if constrained:
         b["response_format"] = {"type": "json_schema",
-                                "json_schema": {"name": "person", "schema": SCHEMA,
+                                "json_schema": {"name": "person", "schema": schema,
                                                 "strict": True}}
     return b
 
@@ -161,14 +181,20 @@ def main():
     ap.add_argument("--repeats", type=int, default=3, help="A/B pairs per concurrency")
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--threads", type=int, default=0, help="engine threads (0: server default)")
+    ap.add_argument("--schema", choices=sorted(SCHEMAS), default="person",
+                    help="person: the extraction record; union: four object schemas sharing "
+                    "their first keys, with free text under a pattern (the slow mask class)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
+    global SCHEMA_CHOICE
+    SCHEMA_CHOICE = args.schema
 
     cmd = [args.brisk, "serve", "--port", "0", "--model", args.model, "--log-level", "warn"]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     proc, url = start(cmd)
-    report = {"cmd": " ".join(cmd), "loadavg_start": os.getloadavg(), "runs": []}
+    report = {"cmd": " ".join(cmd), "schema": args.schema, "loadavg_start": os.getloadavg(),
+              "runs": []}
     try:
         # Warm-up: both kinds once (schema compile cache, page faults).
         run(url, 2, 2, False, args.max_tokens)
