@@ -208,8 +208,10 @@ uint32_t Compiler::Compile(const Json& s, const std::string& ptr, int depth) {
   for (const auto& [k, v] : s.items())
     if (NotEnforced().count(k)) Report(k, ptr);
   // A format this compiler does not know constrains nothing it can enforce.
+  // A string format does not constrain numbers, nor a numeric one strings.
   if (s.contains("format") &&
-      (!s["format"].is_string() || FormatPattern(s["format"].get<std::string>()).empty()))
+      (!s["format"].is_string() || (FormatPattern(s["format"].get<std::string>()).empty() &&
+                                    !NumericFormatRange(s["format"].get<std::string>()))))
     Report("format", ptr);
 
   if (s.contains("allOf")) {
@@ -443,6 +445,14 @@ uint32_t Compiler::CompileNumber(bool integer, const Json& s, const std::string&
     n.has_lo = true, n.lo = v, n.lo_exclusive = true;
   if (num("exclusiveMaximum", &v) && (!n.has_hi || v <= n.hi))
     n.has_hi = true, n.hi = v, n.hi_exclusive = true;
+  if (s.contains("format") && s["format"].is_string()) {
+    if (const auto range = NumericFormatRange(s["format"].get<std::string>())) {
+      if (std::isfinite(range->first) && (!n.has_lo || range->first > n.lo))
+        n.has_lo = true, n.lo = range->first, n.lo_exclusive = false;
+      if (std::isfinite(range->second) && (!n.has_hi || range->second < n.hi))
+        n.has_hi = true, n.hi = range->second, n.hi_exclusive = false;
+    }
+  }
   if (integer) {
     // Integral inclusive bounds: the matcher's interval tests rely on them.
     if (n.has_lo) {

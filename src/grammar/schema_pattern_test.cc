@@ -199,14 +199,42 @@ TEST(SchemaPatternTest, Reports) {
   // Unknown formats, on any type.
   EXPECT_EQ(Unenforced(R"({"type":"string","format":"iri-reference"})"),
             std::vector<std::string>{"format@"});
-  EXPECT_EQ(Unenforced(R"({"type":"integer","format":"int32"})"),
+  EXPECT_EQ(Unenforced(R"({"type":"integer","format":"int16"})"),
             std::vector<std::string>{"format@"});
+  EXPECT_TRUE(Unenforced(R"({"type":"integer","format":"int32"})").empty());
   // A pattern that is not a string is not a schema.
   EXPECT_FALSE(CompileJsonSchemaText(R"({"type":"string","pattern":5})").ok());
   // An unenforced pattern leaves the string otherwise constrained.
   const CompiledSchema c = MustCompile(PatternSchema("(?=x)", R"("maxLength":2)"));
   EXPECT_TRUE(Accepts(c, R"("ab")"));
   EXPECT_FALSE(Accepts(c, R"("abc")"));
+}
+
+TEST(SchemaPatternTest, NumericFormats) {
+  // Numbers: the machine type's range, merged with minimum / maximum.
+  // Instances are whole JSON texts here.
+  const auto check = [](const std::string& schema, const std::vector<std::string>& valid,
+                        const std::vector<std::string>& invalid) {
+    const CompiledSchema c = MustCompile(schema);
+    EXPECT_TRUE(c.unenforced.empty()) << schema;
+    for (const auto& v : valid) EXPECT_TRUE(Accepts(c, v)) << schema << " should accept " << v;
+    for (const auto& v : invalid) EXPECT_FALSE(Accepts(c, v)) << schema << " should reject " << v;
+  };
+  check(R"({"type":["integer","null"],"format":"int32"})",
+        {"0", "2147483647", "-2147483648", "null"}, {"2147483648", "-2147483649", "1e10"});
+  check(R"({"type":"integer","format":"int32","minimum":-5})", {"-5", "2147483647"},
+        {"-6", "2147483648"});
+  // int64: a bounded number keeps at most 16 integer digits.
+  check(R"({"type":"integer","format":"int64"})", {"1733140800000", "-999999999999999", "42"},
+        {"9223372036854775808", "-9223372036854775809", "1e19"});
+  EXPECT_EQ(Unenforced(R"({"type":"number","format":"double"})"),
+            std::vector<std::string>{"format@"});
+  check(R"({"type":"number","format":"utc-millisec"})", {"1733140800000", "-1.5"}, {"\"x\""});
+  // A numeric format does not constrain strings (nor a string format numbers).
+  check(R"({"type":["string","integer"],"format":"int32"})", {R"("99999999999")", "7"},
+        {"99999999999"});
+  check(R"({"type":["string","integer"],"format":"date"})", {R"("2024-02-29")", "99999999999"},
+        {R"("2023-02-29")"});
 }
 
 // The DFA against std::regex (ECMAScript, regex_search) on random ASCII

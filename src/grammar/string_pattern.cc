@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -390,6 +392,17 @@ std::string Uri(bool reference) {
 }
 
 }  // namespace
+
+std::optional<std::pair<double, double>> NumericFormatRange(std::string_view format) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (format == "int32") return std::pair(-2147483648.0, 2147483647.0);
+  if (format == "int64") {
+    const double two63 = std::ldexp(1.0, 63);
+    return std::pair(std::nextafter(-two63, 0.0), std::nextafter(two63, 0.0));
+  }
+  if (format == "utc-millisec") return std::pair(-kInf, kInf);
+  return std::nullopt;
+}
 
 std::string FormatPattern(std::string_view format) {
   std::string body;

@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "grammar/byte_dfa.h"
@@ -43,6 +44,16 @@ Expected<ByteDfa> CompilePatternDfa(std::string_view pattern);
 // uri, uri-reference, uuid, ipv4, ipv6. email, hostname and uri(-reference)
 // are practical subsets, every string they accept valid (see the .cc).
 std::string FormatPattern(std::string_view format);
+
+// The numeric formats (OpenAPI's int32 and int64; draft 3's utc-millisec,
+// which is any number): the range of numbers they allow (infinite ends
+// where none), or nullopt for a format that is not numeric. A numeric
+// format constrains numbers only, a string format strings only. The int64
+// ends are the doubles nearest inside +-2^63 (the number matcher compares
+// in double); a bounded number has at most 16 integer digits and no
+// exponent (matcher_values.cc), so int64 values of 10^16 and more are
+// refused. float and double are not here: their ranges need exponents.
+std::optional<std::pair<double, double>> NumericFormatRange(std::string_view format);
 
 // A limit on the character count that the format implies (hostname: 253),
 // or 0xFFFFFFFF.
