@@ -15,15 +15,19 @@ uint32_t JsonGrammar::AddString(uint32_t min_len, uint32_t max_len) {
   return AddNode(std::move(n));
 }
 
-uint32_t JsonGrammar::AddPatternString(ByteDfa dfa) {
+uint32_t JsonGrammar::AddPattern(ByteDfa dfa) {
   static std::atomic<uint64_t> next_uid{1};
   dfa.uid = next_uid.fetch_add(1, std::memory_order_relaxed);
   for (uint32_t c : dfa.chars_to_accept)
     dfa.max_chars_to_accept = std::max(dfa.max_chars_to_accept, c);
   patterns.push_back(std::move(dfa));
+  return static_cast<uint32_t>(patterns.size() - 1);
+}
+
+uint32_t JsonGrammar::AddPatternString(ByteDfa dfa) {
   GrammarNode n;
   n.kind = NodeKind::kString;
-  n.pattern = static_cast<uint32_t>(patterns.size() - 1);
+  n.pattern = AddPattern(std::move(dfa));
   return AddNode(std::move(n));
 }
 

@@ -64,7 +64,13 @@ struct ObjectSpec {
   };
   std::vector<Property> props;
   uint32_t additional = kNoNode;  // schema of extra members; kNoNode = none allowed
-  ByteTrie keys;                  // key_text -> property index
+  // patternProperties with one pattern: extra keys whose canonical text
+  // patterns[key_pattern] accepts take a value of pattern_value, the other
+  // extra keys one of `additional` (if any). No listed key matches it (the
+  // compiler reports the keyword otherwise).
+  uint32_t key_pattern = kNoNode;
+  uint32_t pattern_value = kNoNode;
+  ByteTrie keys;  // key_text -> property index
   // first_required_from[p]: the first required property index >= p
   // (props.size() if none); size props.size() + 1.
   std::vector<uint32_t> first_required_from;
@@ -109,6 +115,8 @@ struct JsonGrammar {
   uint32_t AddString(uint32_t min_len, uint32_t max_len);
   // A string whose contents `dfa` accepts (a non-empty DFA).
   uint32_t AddPatternString(ByteDfa dfa);
+  // The DFA into `patterns` (its uid set): its index.
+  uint32_t AddPattern(ByteDfa dfa);
   uint32_t AddNumber(const NumberSpec& spec);
   uint32_t AddLiterals(const std::vector<std::string>& texts);
   uint32_t AddUnion(std::vector<uint32_t> alts);

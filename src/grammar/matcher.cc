@@ -104,8 +104,10 @@ void GrammarMatcher::ChildDone(MatchFrame& parent) const {
   const GrammarNode& n = g_->nodes[parent.node];
   if (n.kind == NodeKind::kObject) {
     const ObjectSpec& spec = g_->objects[n.index];
-    parent.a =
-        parent.c == phase::kAdditionalKey ? static_cast<uint32_t>(spec.props.size()) : parent.c + 1;
+    // After an extra key only extra keys may follow.
+    parent.a = parent.c == phase::kAdditionalKey || parent.c == phase::kPatternKey
+                   ? static_cast<uint32_t>(spec.props.size())
+                   : parent.c + 1;
     parent.phase = phase::kObjAfter;
   } else if (n.kind == NodeKind::kArray) {
     ++parent.a;
@@ -214,9 +216,24 @@ bool GrammarMatcher::PatternStrings(std::vector<PatternTop>* out) const {
     if (end == begin) return false;
     const MatchFrame& f = frames_[end - 1];
     const GrammarNode& n = g_->nodes[f.node];
-    if (n.kind != NodeKind::kString || n.pattern == kNoNode || f.phase != phase::kStrBody)
+    PatternTop top;
+    if (n.kind == NodeKind::kString && n.pattern != kNoNode && f.phase == phase::kStrBody) {
+      top = {&g_->patterns[n.pattern], f, /*canonical=*/false};
+    } else if (n.kind == NodeKind::kObject && f.phase == phase::kObjKey) {
+      // A key no listed property and no additionalProperties can take: its
+      // DFA state is in pad (matcher_values.cc StepObject).
+      const ObjectSpec& spec = g_->objects[n.index];
+      const uint32_t np = static_cast<uint32_t>(spec.props.size());
+      if (spec.key_pattern == kNoNode || spec.additional != kNoNode || f.pad == kDfaDead ||
+          spec.first_required_from[f.a] != np || (f.b != phase::kOffTrie && f.a < np))
+        return false;
+      MatchFrame key;
+      key.b = f.pad;
+      key.lex = f.lex, key.lex_aux = f.lex_aux, key.flags = f.flags;
+      top = {&g_->patterns[spec.key_pattern], key, /*canonical=*/true};
+    } else {
       return false;
-    const PatternTop top{&g_->patterns[n.pattern], f};
+    }
     if (std::find(out->begin(), out->end(), top) == out->end()) out->push_back(top);
     begin = end;
   }
@@ -249,6 +266,7 @@ int64_t GrammarMatcher::PlainBudgetOf(const MatchFrame& f) const {
     // Off the key trie, or on it while extra keys are allowed: plain text
     // never closes the key, and every such key stays possible.
     const ObjectSpec& spec = g_->objects[n.index];
+    if (spec.additional == kNoNode) return -1;  // keys follow the listed ones or a pattern
     if (f.b == phase::kOffTrie) return kUnbounded;
     if (spec.additional != kNoNode && spec.first_required_from[f.a] == spec.props.size())
       return kUnbounded;

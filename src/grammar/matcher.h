@@ -78,13 +78,15 @@ class GrammarMatcher {
   int64_t PlainStringBudget() const;
 
   // For the token-mask walk: when every thread is inside a string with a
-  // pattern (json_grammar.h), true and, once for each distinct one, the
-  // DFA and the thread's top frame (DFA state in b, characters in a, lexer
-  // state); false in every other state. Bytes inside the strings never
-  // split a thread.
+  // pattern (json_grammar.h), or inside an object key that only the key
+  // pattern of patternProperties can still complete, true and, once for
+  // each distinct one, the DFA and a frame of its state (DFA state in b,
+  // characters in a, lexer state; keys are lexed canonically); false in
+  // every other state. Bytes inside the strings never split a thread.
   struct PatternTop {
     const ByteDfa* dfa;
     MatchFrame frame;
+    bool canonical = false;
     bool operator==(const PatternTop&) const = default;
   };
   bool PatternStrings(std::vector<PatternTop>* out) const;

@@ -38,6 +38,8 @@ inline constexpr uint8_t kArrItemStart = 4;  // after ','
 
 // MatchFrame::c of an object frame matching an extra (additionalProperties) key.
 inline constexpr uint32_t kAdditionalKey = 0xFFFFFFFFu;
+// MatchFrame::c of an object frame matching a key of its patternProperties.
+inline constexpr uint32_t kPatternKey = 0xFFFFFFFEu;
 // MatchFrame::b of an object frame whose key left the key trie.
 inline constexpr uint32_t kOffTrie = 0xFFFFFFFFu;
 

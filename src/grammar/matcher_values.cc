@@ -207,13 +207,18 @@ GrammarMatcher::StepResult GrammarMatcher::StepObject(MatchFrame& f, const Objec
   // left is optional.
   const uint32_t p = f.a;
   const uint32_t r = p < n ? std::min(s.first_required_from[p], n - 1) : 0;
-  const bool extra_ok = s.additional != kNoNode && s.first_required_from[p] == n;
   const bool can_close = s.first_required_from[p] == n;
+  // Extra keys: any (additionalProperties), or those matching the pattern.
+  const bool any_key = s.additional != kNoNode && can_close;
+  const ByteDfa* key_dfa =
+      s.key_pattern != kNoNode && can_close ? &g_->patterns[s.key_pattern] : nullptr;
+  const bool extra_ok = any_key || key_dfa;
   const auto start_key = [&]() -> StepResult {
     if (p >= n && !extra_ok) return {Outcome::kReject};
     f.phase = phase::kObjKey;
     f.lex = f.lex_aux = f.flags = 0;
     f.b = 0;
+    f.pad = key_dfa ? key_dfa->start : kDfaDead;  // the key's DFA state
     return {Outcome::kContinue};
   };
   switch (f.phase) {
@@ -240,25 +245,30 @@ GrammarMatcher::StepResult GrammarMatcher::StepObject(MatchFrame& f, const Objec
           if (static_cast<uint32_t>(k) < p || static_cast<uint32_t>(k) > r || p >= n)
             return {Outcome::kReject};
           f.c = static_cast<uint32_t>(k);
-        } else {
-          if (!extra_ok) return {Outcome::kReject};
+        } else if (key_dfa && f.pad != kDfaDead && key_dfa->accepting[f.pad]) {
+          f.c = phase::kPatternKey;
+        } else if (any_key) {
           f.c = phase::kAdditionalKey;
+        } else {
+          return {Outcome::kReject};
         }
         f.phase = phase::kObjColon;
         return {Outcome::kContinue};
       }
+      // Some key must still be reachable: a listed one that may come here
+      // (the trie), any extra key, or one the pattern's DFA can still accept.
+      bool alive = any_key;
       if (f.b != phase::kOffTrie) {
         const uint32_t next = s.keys.Child(f.b, byte);
         // Extra keys follow the trie too, to tell a listed key apart.
-        if (next != ByteTrie::kNone && (extra_ok || (p < n && SubtreeHasKeyIn(s, next, p, r)))) {
-          f.b = next;
-        } else if (extra_ok) {
-          f.b = phase::kOffTrie;
-        } else {
-          return {Outcome::kReject};
-        }
+        f.b = next != ByteTrie::kNone ? next : phase::kOffTrie;
+        alive = alive || (f.b != phase::kOffTrie && p < n && SubtreeHasKeyIn(s, f.b, p, r));
       }
-      return {Outcome::kContinue};
+      if (key_dfa && f.pad != kDfaDead) {
+        f.pad = key_dfa->Next(f.pad, byte);
+        alive = alive || f.pad != kDfaDead;
+      }
+      return {alive ? Outcome::kContinue : Outcome::kReject};
     }
     case phase::kObjColon:
       if (byte != ':') return {Outcome::kReject};
@@ -266,7 +276,9 @@ GrammarMatcher::StepResult GrammarMatcher::StepObject(MatchFrame& f, const Objec
       return {Outcome::kContinue};
     case phase::kObjValueStart:
       f.phase = phase::kObjValue;
-      return {Outcome::kPush, f.c == phase::kAdditionalKey ? s.additional : s.props[f.c].value};
+      return {Outcome::kPush, f.c == phase::kAdditionalKey ? s.additional
+                              : f.c == phase::kPatternKey  ? s.pattern_value
+                                                           : s.props[f.c].value};
     case phase::kObjAfter:
       if (byte == '}') return {can_close ? Outcome::kDone : Outcome::kReject};
       if (byte == ',' && (p < n || extra_ok)) {

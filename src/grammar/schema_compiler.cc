@@ -27,6 +27,7 @@ const std::set<std::string>& Enforced() {
                                           "properties",
                                           "required",
                                           "additionalProperties",
+                                          "patternProperties",
                                           "items",
                                           "prefixItems",
                                           "additionalItems",
@@ -57,7 +58,6 @@ const std::set<std::string>& NotEnforced() {
                                           "contains",
                                           "minContains",
                                           "maxContains",
-                                          "patternProperties",
                                           "propertyNames",
                                           "minProperties",
                                           "maxProperties",
@@ -107,6 +107,9 @@ class Compiler {
   uint32_t CompileObject(const Json& s, const std::string& ptr, int depth);
   uint32_t CompileArray(const Json& s, const std::string& ptr, int depth);
   uint32_t CompileNumber(bool integer, const Json& s, const std::string& ptr);
+  // patternProperties into `spec`; false where it cannot be enforced (the
+  // caller reports it).
+  bool CompilePatternProperties(const Json& s, const std::string& ptr, int depth, ObjectSpec* spec);
   uint32_t CompileString(const Json& s, const std::string& ptr);
   bool ReadCount(const Json& s, const char* key, const std::string& ptr, uint32_t* out);
   // The schema a local "$ref" points at, or nullptr.
@@ -514,7 +517,37 @@ uint32_t Compiler::CompileObject(const Json& s, const std::string& ptr, int dept
   } else if (!opt_.strict_defaults) {
     spec.additional = out_.grammar.AnyValue();
   }
+  if (s.contains("patternProperties") && !CompilePatternProperties(s, ptr, depth, &spec))
+    Report("patternProperties", ptr);
   return out_.grammar.AddObject(std::move(spec));
+}
+
+bool Compiler::CompilePatternProperties(const Json& s, const std::string& ptr, int depth,
+                                        ObjectSpec* spec) {
+  const Json& pp = s["patternProperties"];
+  if (!pp.is_object()) {
+    Fail(fmt::format("{}/patternProperties must be an object", ptr));
+    return true;
+  }
+  if (pp.empty()) return true;
+  // One pattern; keys matching several patterns would need the values'
+  // intersection.
+  if (pp.size() != 1) return false;
+  const auto it = pp.begin();
+  const std::string& pattern = it.key();
+  const Json& schema = it.value();
+  auto dfa = CompilePatternDfa(pattern);
+  if (!dfa.ok()) return false;
+  if (dfa->empty()) return true;  // no key matches it
+  // A listed key that also matches must satisfy both schemas: only when
+  // the pattern's schema allows anything.
+  const bool any =
+      (schema.is_boolean() && schema.get<bool>()) || (schema.is_object() && schema.empty());
+  for (const auto& p : spec->props)
+    if (!any && dfa->Accepts(p.key_text)) return false;
+  spec->key_pattern = out_.grammar.AddPattern(std::move(*dfa));
+  spec->pattern_value = Compile(schema, Child(Child(ptr, "patternProperties"), pattern), depth + 1);
+  return true;
 }
 
 uint32_t Compiler::CompileArray(const Json& s, const std::string& ptr, int depth) {

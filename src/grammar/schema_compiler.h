@@ -10,7 +10,10 @@
 // pointers (recursion included; $defs / definitions), pattern (ECMA-262,
 // unanchored as JSON Schema says) and format (date-time, date, time,
 // email, hostname, uri, uri-reference, uuid, ipv4, ipv6) on strings, together with each
-// other and with minLength / maxLength (string_pattern.h, byte_dfa.h).
+// other and with minLength / maxLength (string_pattern.h, byte_dfa.h);
+// format int32, int64 and utc-millisec on numbers; patternProperties with
+// one pattern (extra keys whose text the pattern's DFA accepts take its
+// schema, after the listed properties).
 // JSON Schema makes format an annotation by default; Brisk enforces the
 // formats it knows, as a generator should only write valid ones.
 //
@@ -18,13 +21,12 @@
 // (a pattern the regex parser cannot read (lookaround, backreferences,
 // \b, \p{...}) or whose automaton is too large, a format not listed
 // above, a minLength whose counter is too large next to a pattern,
-// multipleOf, uniqueItems, contains, patternProperties,
-// propertyNames, min/maxProperties, if/then/else, not, dependent*,
-// unevaluated*, ...), oneOf (enforced as anyOf: exclusivity is not), an
-// allOf whose parts conflict in a way the merge cannot express, $ref to
-// anything but a local pointer, and keywords next to enum/const other than
-// type. Annotations (title, description, default, examples, $schema, $id,
-// $comment, deprecated, readOnly, writeOnly, discriminator, ...) are ignored.
+// multipleOf, uniqueItems, contains, patternProperties with more than one
+// pattern (or one a listed key also matches), propertyNames, min/maxProperties, if/then/else, not,
+// dependent*, unevaluated*, ...), oneOf (enforced as anyOf: exclusivity is not), an allOf whose
+// parts conflict in a way the merge cannot express, $ref to anything but a local pointer, and
+// keywords next to enum/const other than type. Annotations (title, description, default, examples,
+// $schema, $id, $comment, deprecated, readOnly, writeOnly, discriminator, ...) are ignored.
 //
 // Output shape choices (also in json_grammar.h): compact, properties in
 // `properties` order (required ones always present, optional ones may be

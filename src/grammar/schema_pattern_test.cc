@@ -237,6 +237,55 @@ TEST(SchemaPatternTest, NumericFormats) {
         {R"("2023-02-29")"});
 }
 
+TEST(SchemaPatternTest, PatternProperties) {
+  // Whole JSON texts here.
+  const auto check = [](const std::string& schema, const std::vector<std::string>& valid,
+                        const std::vector<std::string>& invalid, bool lenient = false) {
+    CompileOptions o;
+    o.strict_defaults = !lenient;
+    auto c = CompileJsonSchemaText(schema, o);
+    ASSERT_TRUE(c.ok()) << schema;
+    EXPECT_TRUE(c->unenforced.empty()) << schema << ": " << c->unenforced[0].ToString();
+    for (const auto& v : valid) EXPECT_TRUE(Accepts(*c, v)) << schema << " should accept " << v;
+    for (const auto& v : invalid) EXPECT_FALSE(Accepts(*c, v)) << schema << " should reject " << v;
+  };
+  // Keys must match the pattern; values follow its schema.
+  check(R"({"type":"object","patternProperties":{"^x-[a-z]+$":{"type":"integer"}},
+            "additionalProperties":false})",
+        {"{}", R"({"x-a":1})", R"({"x-ab":1,"x-c":-2})"},
+        {R"({"y":1})", R"({"x-a":"s"})", R"({"x-":1})", R"({"x-A":1})", R"({"x-a":1,"z":2})"});
+  // Strict defaults: no other extra keys. Listed keys first, in order.
+  check(R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"],
+            "patternProperties":{"^[0-9]+$":{"type":"boolean"}}})",
+        {R"({"name":"a"})", R"({"name":"a","12":true,"3":false})"},
+        {R"({"12":true})", R"({"name":"a","1x":true})", R"({"name":"a","1":1})"});
+  // Other extra keys follow additionalProperties.
+  check(R"({"type":"object","patternProperties":{"^n_":{"type":"integer"}},
+            "additionalProperties":{"type":"string"}})",
+        {R"({"n_a":1,"b":"s"})", R"({"b":"s","n_x":2})", R"({"n":"s"})"},
+        {R"({"n_a":"s"})", R"({"b":1})"});
+  // Lenient: other extra keys take any value.
+  check(R"({"type":"object","patternProperties":{"^n_":{"type":"integer"}}})",
+        {R"({"n_a":1,"b":[true]})"}, {R"({"n_a":"s"})"}, /*lenient=*/true);
+  // Escaped characters in keys: the pattern reads the key's text.
+  check(R"({"patternProperties":{"^a\"b$":{"const":1}},"additionalProperties":false})",
+        {R"({"a\"b":1})"}, {R"({"ab":1})", R"({"a\"b":2})"});
+  // A listed key the pattern also matches is fine when the pattern allows any value.
+  check(R"({"properties":{"x-id":{"type":"string"}},"patternProperties":{"^x-":{}},
+            "additionalProperties":false})",
+        {R"({"x-id":"a","x-b":[1]})"}, {R"({"y":1})"});
+  // Reported: several patterns, a listed key both constrain, a pattern the
+  // parser cannot read.
+  EXPECT_EQ(Unenforced(R"({"patternProperties":{"^a":{"type":"integer"},"^b":{}}})"),
+            std::vector<std::string>{"patternProperties@"});
+  EXPECT_EQ(Unenforced(R"({"properties":{"x-id":{"type":"string"}},
+                           "patternProperties":{"^x-":{"type":"string","maxLength":3}}})"),
+            std::vector<std::string>{"patternProperties@"});
+  EXPECT_EQ(Unenforced(R"j({"properties":{"o":{"patternProperties":{"(?=a)":{}}}}})j"),
+            std::vector<std::string>{"patternProperties@/properties/o"});
+  EXPECT_FALSE(CompileJsonSchemaText(R"({"patternProperties":[1]})").ok());
+}
+
 // The DFA against std::regex (ECMAScript, regex_search) on random ASCII
 // strings, characters JSON escapes included.
 TEST(SchemaPatternTest, MatchesStdRegexSearch) {

@@ -106,7 +106,8 @@ TokenMasker::TokenMasker(const TokenTrie* trie) : trie_(trie) {
   close_seen_.resize(trie->num_nodes());
 }
 
-void TokenMasker::WalkPattern(const ByteDfa& dfa, const MatchFrame& top, PatternWalk* walk) {
+void TokenMasker::WalkPattern(const ByteDfa& dfa, const MatchFrame& top, bool canonical,
+                              PatternWalk* walk) {
   const TokenTrie& t = *trie_;
   walk->inside.assign(t.words_, 0);
   walk->close_nodes.clear();
@@ -122,7 +123,7 @@ void TokenMasker::WalkPattern(const ByteDfa& dfa, const MatchFrame& top, Pattern
     MatchFrame& f = frames_[d];
     f = frames_[d - 1];
     using string_lexer::Lexed;
-    const Lexed lexed = string_lexer::Lex(f.lex, f.lex_aux, f.flags, b, /*canonical=*/false);
+    const Lexed lexed = string_lexer::Lex(f.lex, f.lex_aux, f.flags, b, canonical);
     if (lexed == Lexed::kClose) {
       // The string ends here: the matcher decides this subtree (Compute).
       if (dfa.accepting[f.b]) {
@@ -152,25 +153,26 @@ void TokenMasker::WalkPattern(const ByteDfa& dfa, const MatchFrame& top, Pattern
   }
 }
 
-const TokenMasker::PatternWalk& TokenMasker::PatternTokens(const ByteDfa& dfa,
-                                                           const MatchFrame& top) {
+const TokenMasker::PatternWalk& TokenMasker::PatternTokens(const GrammarMatcher::PatternTop& top) {
+  const ByteDfa& dfa = *top.dfa;
+  const MatchFrame& f = top.frame;
   // Whether a character budget can bind within one token: if not, the walk
   // depends on the DFA state and the lexer state alone and is cached.
   const bool budget_binds =
       dfa.max_chars != kUnbounded &&
-      uint64_t{top.a} + trie_->max_depth() + dfa.max_chars_to_accept > dfa.max_chars;
+      uint64_t{f.a} + trie_->max_depth() + dfa.max_chars_to_accept > dfa.max_chars;
   if (budget_binds) {
-    WalkPattern(dfa, top, &scratch_walk_);
+    WalkPattern(dfa, f, top.canonical, &scratch_walk_);
     return scratch_walk_;
   }
-  const PatternKey key{dfa.uid, top.b, top.lex, top.lex_aux, top.flags};
+  const PatternKey key{dfa.uid, f.b, f.lex, f.lex_aux, f.flags, top.canonical};
   if (auto it = pattern_cache_.find(key); it != pattern_cache_.end()) {
     ++pattern_cache_hits_;
     return it->second;
   }
   if (pattern_cache_.size() >= kMaxPatternCacheEntries) pattern_cache_.clear();
   PatternWalk& walk = pattern_cache_[key];
-  WalkPattern(dfa, top, &walk);
+  WalkPattern(dfa, f, top.canonical, &walk);
   return walk;
 }
 
@@ -223,14 +225,14 @@ void TokenMasker::Compute(const GrammarMatcher& m, TokenBitmask* out) {
     // thread splits there, so the union is exact); each token that closes
     // a string is finished by the whole matcher from its closing byte.
     if (pattern_tops_.size() == 1) {
-      const PatternWalk& walk = PatternTokens(*pattern_tops_[0].dfa, pattern_tops_[0].frame);
+      const PatternWalk& walk = PatternTokens(pattern_tops_[0]);
       for (size_t w = 0; w < t.words_; ++w) (*out)[w] |= walk.inside[w];
       FinishCloses(m, walk, out);
     } else {
       merged_closes_.close_nodes.clear();
       merged_closes_.close_bytes.clear();
-      for (const auto& [dfa, top] : pattern_tops_) {
-        const PatternWalk& walk = PatternTokens(*dfa, top);
+      for (const auto& top : pattern_tops_) {
+        const PatternWalk& walk = PatternTokens(top);
         for (size_t w = 0; w < t.words_; ++w) (*out)[w] |= walk.inside[w];
         size_t offset = 0;
         for (uint32_t node : walk.close_nodes) {

@@ -106,12 +106,14 @@ class TokenMasker {
     uint64_t dfa_uid;
     uint32_t state;
     uint8_t lex, lex_aux, flags;
+    bool canonical;  // an object key
     bool operator==(const PatternKey&) const = default;
   };
   struct PatternKeyHash {
     size_t operator()(const PatternKey& k) const {
       return std::hash<uint64_t>()(k.dfa_uid * 0x9E3779B97F4A7C15ull ^ k.state) ^
-             (size_t{k.lex} << 8 | size_t{k.lex_aux} << 16 | size_t{k.flags} << 24);
+             (size_t{k.lex} << 8 | size_t{k.lex_aux} << 16 | size_t{k.flags} << 24 |
+              size_t{k.canonical} << 32);
     }
   };
   // At most this many walks are kept (each a vocabulary bitmask, 6 KiB at
@@ -132,10 +134,11 @@ class TokenMasker {
   PatternWalk merged_closes_;
   std::vector<uint8_t> close_seen_;
 
-  // The walk inside a string with a pattern, from the frame `top`.
-  void WalkPattern(const ByteDfa& dfa, const MatchFrame& top, PatternWalk* walk);
+  // The walk inside a string with a pattern, from the frame `top`
+  // (canonical: an object key, lexed as the matcher lexes keys).
+  void WalkPattern(const ByteDfa& dfa, const MatchFrame& top, bool canonical, PatternWalk* walk);
   // WalkPattern's result for `top`, from the cache where it can be.
-  const PatternWalk& PatternTokens(const ByteDfa& dfa, const MatchFrame& top);
+  const PatternWalk& PatternTokens(const GrammarMatcher::PatternTop& top);
   // Finishes each token that closes the string in `walk` (its close nodes)
   // with the whole matcher `m`.
   void FinishCloses(const GrammarMatcher& m, const PatternWalk& walk, TokenBitmask* out);

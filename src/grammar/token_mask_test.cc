@@ -163,6 +163,23 @@ TEST(TokenMaskTest, PatternStringsWalkTheirDfa) {
                  1000);
 }
 
+TEST(TokenMaskTest, PatternPropertyKeys) {
+  const Tokenizer* tok = LoadTokenizer(SmolPath());
+  if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
+  // Keys that follow a pattern: no plain-string fast path for them where no
+  // other extra key is allowed; with additionalProperties there is.
+  auto only = CompileJsonSchemaText(R"({"type":"object","properties":{"id":{"type":"integer"}},
+      "patternProperties":{"^[a-z]+_[0-9]+$":{"type":"string","maxLength":6}},
+      "additionalProperties":false})");
+  ASSERT_TRUE(only.ok());
+  ASSERT_TRUE(only->unenforced.empty());
+  WalkAndCompare(*tok, *only, R"({"id":7,"alpha_1":"x","beta_22":"long s"})", 1000);
+  auto with_rest = CompileJsonSchemaText(R"({"type":"object",
+      "patternProperties":{"^n_":{"type":"integer"}},"additionalProperties":{"type":"boolean"}})");
+  ASSERT_TRUE(with_rest.ok());
+  WalkAndCompare(*tok, *with_rest, R"({"n_count":3,"flag":true,"n_x":-1})", 1000);
+}
+
 TEST(TokenMaskTest, PatternWalksAreCachedPerDfaState) {
   const Tokenizer* tok = LoadTokenizer(SmolPath());
   if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
