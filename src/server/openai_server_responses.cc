@@ -103,10 +103,7 @@ void OpenAiServer::RunResponses(const http::Request& req, std::shared_ptr<http::
   chat.remote = req.remote;
   chat.headers = req.headers;
   chat.body = api::ChatBody(*rr, history);
-  // tool_choice "auto" is decided before generation here (openai_tools.h).
-  PreparationContext prep = prep_;
-  prep.detect_auto_tool_calls = false;
-  auto prepared = PrepareRequest(prep, api::Endpoint::kChatCompletions, chat, arrival);
+  auto prepared = PrepareRequest(prep_, api::Endpoint::kChatCompletions, chat, arrival);
   if (auto* e = std::get_if<api::ApiError>(&prepared)) return reject(api::ResponsesError(*e));
   auto pr = std::make_shared<PreparedRequest>(std::move(std::get<PreparedRequest>(prepared)));
 
@@ -123,6 +120,7 @@ void OpenAiServer::RunResponses(const http::Request& req, std::shared_ptr<http::
   o.arrival = arrival;
   o.tool_calls = !pr->tool_choice.empty() && pr->tool_choice != "none";
   o.tool_call_array = pr->tool_call_array;
+  o.tool_calls_auto = pr->tool_choice == "auto";
   if (!pr->tool_choice.empty())
     o.extra_headers.emplace_back("x-brisk-tool-choice", pr->tool_choice);
   o.store = &responses_;

@@ -83,16 +83,6 @@ std::string NewToolCallId() {
   return id;
 }
 
-bool HasToolResultSinceLastUser(const Json& messages) {
-  if (!messages.is_array()) return false;
-  for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
-    const auto role = it->value("role", std::string());
-    if (role == "tool") return true;
-    if (role == "user") return false;
-  }
-  return false;
-}
-
 ConstraintTrigger AutoToolCallTrigger(std::string_view chat_template_source) {
   // A template that renders calls in <tool_call> tags (Hermes / Qwen style)
   // trained its model to open a call with that marker.

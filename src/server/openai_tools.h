@@ -35,10 +35,9 @@
 //               whitespace dropped). Text before the trigger streams as
 //               content (a possible start of the trigger is held back, as
 //               stop strings are); the trigger and the call do not. With
-//               response_format, "auto" is "none". The Responses API still
-//               decides before generation (a call until the conversation
-//               has a tool result after the last user message, then text).
-//               The x-brisk-tool-choice response header says what applied
+//               response_format, "auto" is "none". The Responses API does
+//               the same: text before the call is a message item ahead of
+//               the function_call items. The x-brisk-tool-choice response header says what applied
 //               ("auto" | "none" | "required" | "named").
 #pragma once
 
@@ -61,11 +60,6 @@ std::string ToolCallSchema(const std::vector<ToolDef>& tools, const std::string*
 
 // "call_" followed by 24 random [A-Za-z0-9]. Thread-safe.
 std::string NewToolCallId();
-
-// For "auto" decided before generation (the Responses API): whether the
-// conversation has a tool result after the last user message (then the
-// model answers in text).
-bool HasToolResultSinceLastUser(const nlohmann::ordered_json& messages);
 
 // For "auto": the trigger that starts a tool call in the model's free text,
 // from its chat template's source (see above).

@@ -177,9 +177,7 @@ std::optional<api::ApiError> PrepareToolConstraint(const PreparationContext& ctx
   using Kind = api::ToolChoice::Kind;
   const api::ToolsRequest& tr = *ar.tools;
   Kind kind = tr.choice.kind;
-  if (kind == Kind::kAuto && !ctx.detect_auto_tool_calls)
-    kind = api::HasToolResultSinceLastUser(ar.messages) ? Kind::kNone : Kind::kRequired;
-  else if (kind == Kind::kAuto && ar.response_format)
+  if (kind == Kind::kAuto && ar.response_format)
     kind = Kind::kNone;  // the answer takes the response_format
   const bool lazy = kind == Kind::kAuto;
   out->tool_choice = kind == Kind::kNone    ? "none"

@@ -32,10 +32,6 @@ struct PreparationContext {
   EngineInfo engine;
   // Compiled response_format schemas (may be null: compile every time).
   ConstraintCache* constraints = nullptr;
-  // tool_choice "auto" detects a tool call in the model's free text (a lazy
-  // constraint, openai_tools.h); false decides before generation (the
-  // Responses API, whose stream does not mix text and calls).
-  bool detect_auto_tool_calls = true;
 };
 
 struct PreparedRequest {
@@ -68,9 +64,8 @@ struct PreparedRequest {
   // text and in the prompt's logprob records.
   bool echo_token_prompts = false;
   // Tools: the tool_choice that applies ("" without tools, "none", "auto",
-  // "required", "named"; without detect_auto_tool_calls "auto" resolves to
-  // none or required, see openai_tools.h). Unless "none", `constraint` is the
-  // tool-call grammar and the output becomes message.tool_calls;
+  // "required", "named"; see openai_tools.h). Unless "none", `constraint` is
+  // the tool-call grammar and the output becomes message.tool_calls;
   // tool_call_array: it is a JSON array of calls (parallel_tool_calls), else
   // one call object. "auto": the grammar is lazy, from `constraint_trigger`
   // on (every prompt's GenerationRequest has it); the text before is content.

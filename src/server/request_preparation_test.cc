@@ -275,12 +275,6 @@ TEST_F(RequestPreparationTest, ToolChoiceAutoIsALazyConstraint) {
   const auto rf = Prepare(Post(ToolsWith(R"("response_format":{"type":"json_object"})")));
   EXPECT_EQ(Ok(rf).tool_choice, "none");
   EXPECT_TRUE(Ok(rf).prompts[0].constraint_trigger.text.empty());
-
-  // Decided before generation (the Responses API): a call until a tool result.
-  ctx_.detect_auto_tool_calls = false;
-  const auto before = Prepare(Post(kToolsBody));
-  EXPECT_EQ(Ok(before).tool_choice, "required");
-  EXPECT_TRUE(Ok(before).prompts[0].constraint_trigger.text.empty());
 }
 
 TEST(RemoteHost, DropsThePort) {

@@ -118,44 +118,53 @@ void ResponsesStream::StreamCalls(const std::string& text) {
       calls_.push_back({api::NewFunctionCallItemId(), api::NewToolCallId(), d.name, std::string()});
       if (opts_.request->stream)
         Write("response.output_item.added",
-              {{"output_index", calls_.size() - 1},
+              {{"output_index", CallBase() + calls_.size() - 1},
                {"item", api::FunctionCallItem(calls_.back().item_id, calls_.back().call_id, d.name,
                                               "", "in_progress")}});
     } else if (!calls_.empty() && !d.arguments.empty()) {
       calls_.back().arguments += d.arguments;
       if (opts_.request->stream)
-        Write("response.function_call_arguments.delta", {{"item_id", calls_.back().item_id},
-                                                         {"output_index", calls_.size() - 1},
-                                                         {"delta", d.arguments}});
+        Write("response.function_call_arguments.delta",
+              {{"item_id", calls_.back().item_id},
+               {"output_index", CallBase() + calls_.size() - 1},
+               {"delta", d.arguments}});
     }
   }
 }
 
+size_t ResponsesStream::CallBase() const {
+  return opts_.tool_calls_auto && (msg_open_ || !text_.empty()) ? 1 : 0;
+}
+
+void ResponsesStream::CloseMessage(std::string_view status) {
+  if (msg_closed_) return;
+  msg_closed_ = true;
+  StreamText("");  // an empty answer still has its message item
+  Write("response.output_text.done", {{"item_id", msg_id_},
+                                      {"output_index", 0},
+                                      {"content_index", 0},
+                                      {"text", text_},
+                                      {"logprobs", Json::array()}});
+  Write("response.content_part.done", {{"item_id", msg_id_},
+                                       {"output_index", 0},
+                                       {"content_index", 0},
+                                       {"part", api::OutputTextPart(text_)}});
+  Write("response.output_item.done",
+        {{"output_index", 0}, {"item", api::MessageItem(msg_id_, status, text_)}});
+}
+
 void ResponsesStream::CloseItems(bool cut) {
   const std::string_view status = cut ? "incomplete" : "completed";
-  if (calls_.empty()) {
-    StreamText("");  // an empty answer still has its message item
-    Write("response.output_text.done", {{"item_id", msg_id_},
-                                        {"output_index", 0},
-                                        {"content_index", 0},
-                                        {"text", text_},
-                                        {"logprobs", Json::array()}});
-    Write("response.content_part.done", {{"item_id", msg_id_},
-                                         {"output_index", 0},
-                                         {"content_index", 0},
-                                         {"part", api::OutputTextPart(text_)}});
-    Write("response.output_item.done",
-          {{"output_index", 0}, {"item", api::MessageItem(msg_id_, status, text_)}});
-    return;
-  }
+  if (calls_.empty()) return CloseMessage(status);
+  const size_t base = CallBase();
   for (size_t i = 0; i < calls_.size(); ++i) {
     const Call& c = calls_[i];
     Write("response.function_call_arguments.done", {{"item_id", c.item_id},
-                                                    {"output_index", i},
+                                                    {"output_index", base + i},
                                                     {"name", c.name},
                                                     {"arguments", c.arguments}});
     Write("response.output_item.done",
-          {{"output_index", i},
+          {{"output_index", base + i},
            {"item", api::FunctionCallItem(c.item_id, c.call_id, c.name, c.arguments, status)}});
   }
 }
@@ -166,6 +175,8 @@ Json ResponsesStream::FinalOutput(bool cut) {
   if (calls_.empty()) {
     out.push_back(api::MessageItem(msg_id_, status, text_));
   } else {
+    // Auto: the text before the call, complete once the call began.
+    if (CallBase() == 1) out.push_back(api::MessageItem(msg_id_, "completed", text_));
     for (const Call& c : calls_)
       out.push_back(api::FunctionCallItem(c.item_id, c.call_id, c.name, c.arguments, status));
   }
@@ -187,16 +198,35 @@ void ResponsesStream::OnOutput(const SequenceOutput& out, const Status& error) {
     }
     t_prev_token_ = t_last_ = now;
   }
-  text_ += out.text;
-  if (opts_.tool_calls) {
-    StreamCalls(out.text);
-  } else if (opts_.request->stream && !res_->closed()) {
-    StreamText(out.text);
+  const bool stream = opts_.request->stream && !res_->closed();
+  if (opts_.tool_calls_auto) {
+    // Text until the call starts (constrained_from), the call from there.
+    const size_t from = in_call_                    ? 0
+                        : out.constrained_from >= 0 ? static_cast<size_t>(out.constrained_from)
+                                                    : out.text.size();
+    const std::string before = out.text.substr(0, from);
+    text_ += before;
+    if (stream && !before.empty()) StreamText(before);
+    if (in_call_ || out.constrained_from >= 0) {
+      if (!in_call_ && stream && msg_open_) CloseMessage("completed");
+      in_call_ = true;
+      call_text_.append(out.text, from);
+      StreamCalls(out.text.substr(from));
+    }
+  } else {
+    text_ += out.text;
+    if (opts_.tool_calls) {
+      StreamCalls(out.text);
+    } else if (stream) {
+      StreamText(out.text);
+    }
   }
   if (!out.finished) return;
   // A call cut off before its name is complete stays text.
-  if (opts_.tool_calls && !calls_.empty() && !parser_.complete() && !opts_.request->stream)
+  if (opts_.tool_calls && !calls_.empty() && !parser_.complete() && !opts_.request->stream) {
     calls_.clear();
+    text_ += call_text_;
+  }
   usage_.completion_tokens = out.completion_tokens;
   usage_.prompt_tokens = out.prompt_tokens;
   usage_.cached_tokens = out.cached_tokens;

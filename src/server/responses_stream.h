@@ -43,6 +43,10 @@ class ResponsesStream {
     // "none"), an array of calls when tool_call_array.
     bool tool_calls = false;
     bool tool_call_array = false;
+    // tool_choice "auto" (with tool_calls): the model writes text, and a
+    // call from the engine's SequenceOutput::constrained_from on, if it
+    // starts one. The text before it is a message item ahead of the calls.
+    bool tool_calls_auto = false;
     // Where a stored response goes (null: not stored), under this tenant,
     // with this conversation before the request's input.
     ResponseStore* store = nullptr;
@@ -67,8 +71,12 @@ class ResponsesStream {
   void Write(std::string_view type, nlohmann::ordered_json fields);
   void StreamText(const std::string& text);
   void StreamCalls(const std::string& text);
+  // Streams: the closing events of the message item (once).
+  void CloseMessage(std::string_view status);
   // Streams: the closing events of the open items.
   void CloseItems(bool cut);
+  // Output index of the first call: after the message item, if any.
+  size_t CallBase() const;
   // The output items of the finished response.
   nlohmann::ordered_json FinalOutput(bool cut);
   void Complete(bool cut);
@@ -89,9 +97,12 @@ class ResponsesStream {
   bool started_ = false;
   bool done_ = false;
   int64_t seq_ = 0;
-  std::string text_;  // everything the model wrote
+  std::string text_;  // everything the model wrote (auto tool calls: before the call)
   std::string msg_id_;
-  bool msg_open_ = false;  // streams: message item and part announced
+  bool msg_open_ = false;    // streams: message item and part announced
+  bool msg_closed_ = false;  // streams: and closed (a call followed)
+  bool in_call_ = false;     // auto tool calls: the call has started
+  std::string call_text_;    // auto tool calls: what the model wrote from the call on
   api::ToolCallParser parser_;
   std::vector<Call> calls_;
   std::optional<Clock::time_point> t_first_;

@@ -177,12 +177,21 @@ def test_errors_name_responses_fields(brisk_server):
     assert e.value.body["code"] == "unknown_parameter"
 
 
+# At temperature 0 the default model answers this with the call object itself.
+CALL_INPUT = ('Output only this JSON and nothing else: {"name": "get_weather", '
+              '"arguments": {"city": "Paris"}}')
+
+
 def test_function_tool_round_trip(brisk_server):
     c = brisk_server.client()
-    first = c.responses.create(model=MODEL_ID, input="What is the weather in Paris?",
-                               tools=[WEATHER_TOOL], max_output_tokens=60, temperature=0)
+    # tool_choice "auto" (the default): the model starts the call itself.
+    raw = c.responses.with_raw_response.create(model=MODEL_ID, input=CALL_INPUT,
+                                               tools=[WEATHER_TOOL], max_output_tokens=60,
+                                               temperature=0)
+    assert raw.headers.get("x-brisk-tool-choice") == "auto"
+    first = raw.parse()
     calls = [o for o in first.output if o.type == "function_call"]
-    assert calls, first.output
+    assert calls and first.output[0].type == "function_call", first.output
     call = calls[0]
     assert call.name == "get_weather" and call.call_id.startswith("call_")
     assert isinstance(json.loads(call.arguments)["city"], str)
@@ -201,6 +210,30 @@ def test_function_tool_round_trip(brisk_server):
                {"type": "function_call_output", "call_id": call.call_id, "output": "18 C"}],
         max_output_tokens=30, temperature=0)
     assert third.output[0].type == "message"
+
+
+def test_auto_question_is_a_message(brisk_server):
+    # tool_choice "auto" is decided by what the model writes, not before
+    # generation: a question it answers in text is a message item.
+    r = brisk_server.client().responses.create(
+        model=MODEL_ID, input="What is the weather in Paris?", tools=[WEATHER_TOOL],
+        max_output_tokens=30, temperature=0)
+    assert [o.type for o in r.output] == ["message"] and r.output_text
+
+
+def test_auto_function_call_streamed(brisk_server):
+    events = list(brisk_server.client().responses.create(
+        model=MODEL_ID, input=CALL_INPUT, tools=[WEATHER_TOOL], max_output_tokens=60,
+        temperature=0, stream=True))
+    types = [e.type for e in events]
+    added = [e for e in events if e.type == "response.output_item.added"]
+    assert [e.item.type for e in added] == ["function_call"] and added[0].output_index == 0
+    assert "response.output_text.delta" not in types
+    args = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
+    assert json.loads(args) == {"city": "Paris"}
+    final = events[-1]
+    assert final.type == "response.completed"
+    assert [o.type for o in final.response.output] == ["function_call"]
 
 
 def test_function_call_streamed(brisk_server):
