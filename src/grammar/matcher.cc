@@ -267,8 +267,7 @@ int64_t GrammarMatcher::PlainBudgetOf(const MatchFrame& f) const {
     // never closes the key, and every such key stays possible.
     const ObjectSpec& spec = g_->objects[n.index];
     if (spec.additional == kNoNode) return -1;  // keys follow the listed ones or a pattern
-    if (f.b == phase::kOffTrie) return kUnbounded;
-    if (spec.additional != kNoNode && spec.first_required_from[f.a] == spec.props.size())
+    if (f.b == phase::kOffTrie || spec.first_required_from[f.a] == spec.props.size())
       return kUnbounded;
   }
   return -1;
