@@ -19,6 +19,12 @@ Workloads (prompts written here, not taken from any data set):
   grounded16 / grounded32
                the grounded prompts at 16 and 32 concurrent streams (where
                speculation must not cost throughput)
+  json / json16
+               structured output (response_format json_schema: an array of
+               person records) on input-grounded prompts at 1 and 16 streams:
+               copy a compact JSON array with one field changed, or extract
+               the people from sentences (drafts are verified under the
+               grammar's mask)
 
 Greedy (temperature 0) so that both runs produce the same tokens: the speedup
 is then the same work done faster, and the script checks the outputs match.
@@ -108,6 +114,32 @@ def grounded_prompts(seed=0):
     return [{"messages": [{"role": "user", "content": p}]} for p in prompts]
 
 
+PERSON_ARRAY_SCHEMA = {
+    "type": "array", "maxItems": 10,
+    "items": {"type": "object",
+              "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                             "city": {"type": "string"}, "id": {"type": "integer"}},
+              "required": ["name", "age", "city"], "additionalProperties": False}}
+
+
+def json_prompts(seed=0):
+    """Prompts whose JSON answers (PERSON_ARRAY_SCHEMA) copy from the prompt."""
+    rng = random.Random(seed)
+    prompts = []
+    for i in range(6):
+        people = [{"name": rng.choice(NAMES), "age": rng.randint(18, 90),
+                   "city": rng.choice(CITIES), "id": rng.randint(1000, 9999)}
+                  for _ in range(4)]
+        prompts.append("Copy this JSON array exactly, but change every age to 30:\n\n"
+                       + json.dumps(people, separators=(",", ":")) + "\n")
+    for i in range(6):
+        sents = [f"{rng.choice(NAMES).title()} is {rng.randint(18, 90)} years old and lives in "
+                 f"{rng.choice(CITIES)}." for _ in range(5)]
+        prompts.append("List every person in this text as a JSON array of records with name, "
+                       f"age and city:\n\n{' '.join(sents)}\n")
+    return [{"messages": [{"role": "user", "content": p}]} for p in prompts]
+
+
 def server_args(args, on):
     cfg = pathlib.Path(tempfile.mkdtemp()) / "inference.yaml"
     draft = f"draft_model: {args.draft_model}, " if args.method == "draft" else ""
@@ -139,7 +171,13 @@ def run_one(args, workload, on, prompts_file, tag):
                   "--output-max", str(args.output_len), "--num-requests", "12",
                   "--concurrency", "1"]
         else:
-            conc = {"grounded": 1, "grounded16": 16, "grounded32": 32}[workload]
+            conc = {"grounded": 1, "grounded16": 16, "grounded32": 32, "json": 1,
+                    "json16": 16}[workload]
+            if workload.startswith("json"):
+                prompts_file = prompts_file.with_name("json_prompts.jsonl")
+                rf = {"type": "json_schema", "json_schema": {
+                    "name": "people", "strict": True, "schema": PERSON_ARRAY_SCHEMA}}
+                common += ["--extra-body", json.dumps({"response_format": rf})]
             wl = ["--workload", "prompts", "--prompts", str(prompts_file),
                   "--output-len", str(args.output_len),
                   "--num-requests", str(20 if conc == 1 else 3 * conc),
@@ -178,6 +216,7 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     prompts_file = OUT / "grounded_prompts.jsonl"
     prompts_file.write_text("".join(json.dumps(p) + "\n" for p in grounded_prompts()))
+    (OUT / "json_prompts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in json_prompts()))
     model = pathlib.Path(args.model).name if args.model else "default (SmolLM2-135M Q4_1)"
     method = args.method + (f" ({pathlib.Path(args.draft_model).name})" if args.draft_model else "")
     print(f"Model: {model}; speculative method {method}; {args.threads} threads; load average "

@@ -113,8 +113,9 @@ Status Engine::Add(int64_t request_id, GenerationRequest r) {
                 : RootBlockHash(r.cache_salt);
   st.tenant = std::hash<std::string>{}(r.tenant);
   RETURN_IF_ERROR(scheduler_.Add(std::move(st)));
-  // Constrained sequences decode plainly (speculator.h).
-  if (r.speculate && !r.constraint) speculator_.Track(next_seq_id_);
+  // A lazy constraint (tool_choice auto) decodes plainly (speculator.h).
+  if (r.speculate && (!r.constraint || r.constraint_trigger.text.empty()))
+    speculator_.Track(next_seq_id_);
   outputs_.Add(request_id, next_seq_id_++, r);
   return Status::Ok();
 }

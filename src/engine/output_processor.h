@@ -118,10 +118,13 @@ class OutputProcessor {
   // Prompt logprobs from a chunk's rows: row j predicts position pos_begin + j + 1.
   void RecordPromptLogprobs(Sequence& s, const ScheduledChunk& c, std::span<const float> rows,
                             int vocab, const std::vector<int32_t>& tokens);
-  // Structured output: the allowed-token mask of the sequence's grammar
-  // state, set on its sampler (the vocabulary's token trie is built on the
-  // first use).
-  void SetGrammarMask(Sequence& s, size_t vocab);
+  // Structured output: the allowed-token mask of a grammar state (one of
+  // the two matchers is set), set on `sampler` until its ClearMask() (the
+  // vocabulary's token trie is built on the first use).
+  void SetGrammarMask(const GrammarMatcher* matcher, CfgMatcher* cfg_matcher, Sampler& sampler,
+                      size_t vocab);
+  // Advances the sequence's grammar (if any) by an emitted token's bytes.
+  void AdvanceGrammar(Sequence& s, int32_t tok);
 
   const Tokenizer& tokenizer_;
   const int64_t context_limit_;

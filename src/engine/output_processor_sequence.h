@@ -102,13 +102,14 @@ struct OutputProcessor::Sequence {
   StopMatcher stop;
   std::vector<int32_t> stop_token_ids;
   std::shared_ptr<const CompiledConstraint> constraint;
-  std::unique_ptr<GrammarMatcher> matcher;   // the grammar state; null when unconstrained
-  ConstraintTrigger trigger;                 // lazy constraint: its trigger
-  std::unique_ptr<LazyTriggerMatcher> lazy;  // lazy constraint: watches for the trigger
-  std::unique_ptr<CfgMatcher> cfg_matcher;   // regex / choice / GBNF state, else null
-  int logprobs;                              // top alternatives per token; -1 = no logprobs
-  bool prompt_logprobs;                      // still to record / send the prompt's records
-  int32_t prompt_lp_next = 1;                // the next prompt position to record
+  std::unique_ptr<GrammarMatcher> matcher;    // the grammar state; null when unconstrained
+  std::unique_ptr<GrammarMatcher> spec_walk;  // speculative verification: walks a draft
+  ConstraintTrigger trigger;                  // lazy constraint: its trigger
+  std::unique_ptr<LazyTriggerMatcher> lazy;   // lazy constraint: watches for the trigger
+  std::unique_ptr<CfgMatcher> cfg_matcher;    // regex / choice / GBNF state, else null
+  int logprobs;                               // top alternatives per token; -1 = no logprobs
+  bool prompt_logprobs;                       // still to record / send the prompt's records
+  int32_t prompt_lp_next = 1;                 // the next prompt position to record
   std::vector<TokenLogprob> prompt_lps;
   bool finished = false;
   int32_t cached_tokens = 0;  // from the scheduler, kept by NoteScheduled

@@ -1,8 +1,11 @@
 // OutputProcessor's speculative path: verifying a decode chunk's draft
 // tokens (rejection_sampler.h) and emitting what was accepted, token by
 // token, through the same path as a plainly sampled token (stops, limits,
-// logprobs, detokenization).
+// logprobs, detokenization). Under a structured-output constraint each
+// verified row gets the mask of the grammar state after the drafts before
+// it, so the accepted tokens are what constrained plain decoding draws.
 #include <algorithm>
+#include <memory>
 
 #include "engine/output_processor.h"
 #include "engine/output_processor_sequence.h"
@@ -15,22 +18,56 @@ void OutputProcessor::ProcessDrafted(const ScheduledChunk& c, std::span<float> r
                                      SeqResult* result) {
   Sequence& s = *seqs_.at(c.id);
   const size_t v = static_cast<size_t>(vocab);
-  const size_t k = c.draft.size();
+  size_t k = c.draft.size();
   // Logprobs are of the raw rows: keep them before the sampler touches them.
   if (s.logprobs >= 0) spec_raw_.assign(rows.begin(), rows.end());
   // Row i is what a plain step would sample from after draft[0, i): the same
-  // history for the penalties, the same min_tokens rule.
+  // history for the penalties, the same min_tokens rule, and under a
+  // structured-output constraint the mask of the grammar state after
+  // draft[0, i) (a copy of the state walks the draft; the sequence's own
+  // advances only through what is emitted).
+  const bool constrained = s.matcher || s.cfg_matcher;
+  const size_t cfg_sets = s.cfg_matcher ? s.cfg_matcher->num_sets() : 0;
+  if (s.matcher) {
+    if (!s.spec_walk) s.spec_walk = std::make_unique<GrammarMatcher>(&s.constraint->grammar());
+    s.spec_walk->CopyFrom(*s.matcher);
+  }
   spec_history_ = scheduler.Find(c.id)->tokens;
   spec_probs_.resize((k + 1) * v);
   for (size_t i = 0; i <= k; ++i) {
     const std::span<float> row = rows.subspan(i * v, v);
     if (s.n_generated + static_cast<int32_t>(i) < s.min_tokens) SuppressStops(s, row);
+    if (constrained) SetGrammarMask(s.spec_walk.get(), s.cfg_matcher.get(), s.sampler, v);
     s.sampler.Distribution(row, spec_history_, &spec_row_);
     std::copy(spec_row_.begin(), spec_row_.end(), spec_probs_.begin() + i * v);
-    if (i < k) spec_history_.push_back(c.draft[i]);
+    if (i == k) break;
+    const int32_t d = c.draft[i];
+    if (constrained) {
+      s.sampler.ClearMask();
+      // A draft token the grammar rules out has probability 0 under the
+      // mask: it is rejected for certain, and row i's distribution is what
+      // follows. Verifying only draft[0, i) with row i as the bonus row
+      // draws the same token distribution, without walking a state the
+      // grammar never reaches. After an end token nothing is read.
+      if (!mask_bytes_[static_cast<size_t>(d)]) {
+        k = i;
+        break;
+      }
+      if (tokenizer_.IsEog(d)) {
+        k = i + 1;
+      } else if (s.spec_walk) {
+        s.spec_walk->AdvanceBytes(tokenizer_.TokenToPiece(d));
+      } else {
+        s.cfg_matcher->AdvanceBytes(tokenizer_.TokenToPiece(d));
+      }
+    }
+    spec_history_.push_back(d);
   }
-  const Verdict verdict =
-      VerifyDraft(c.draft, spec_probs_, {}, v, s.params.greedy(), s.sampler, &spec_scratch_);
+  if (constrained) s.sampler.ClearMask();
+  if (s.cfg_matcher) s.cfg_matcher->Rollback(cfg_sets);
+  const std::span<const int32_t> draft = std::span<const int32_t>(c.draft).first(k);
+  const Verdict verdict = VerifyDraft(draft, std::span<const float>(spec_probs_).first((k + 1) * v),
+                                      {}, v, s.params.greedy(), s.sampler, &spec_scratch_);
   const size_t history0 = spec_history_.size() - k;
   auto raw = [&](size_t i) {
     return s.logprobs >= 0 ? std::span<const float>(spec_raw_).subspan(i * v, v)
@@ -39,6 +76,7 @@ void OutputProcessor::ProcessDrafted(const ScheduledChunk& c, std::span<float> r
   for (int i = 0; i < verdict.accepted; ++i) {
     ++result->accepted_draft;
     ++s.accepted_draft;
+    AdvanceGrammar(s, c.draft[static_cast<size_t>(i)]);
     if (Emit(s, c.draft[static_cast<size_t>(i)], raw(static_cast<size_t>(i)),
              history0 + static_cast<size_t>(i), scheduler, out)) {
       result->finished = true;  // ended on an accepted draft token: nothing follows
@@ -51,6 +89,7 @@ void OutputProcessor::ProcessDrafted(const ScheduledChunk& c, std::span<float> r
     return;
   }
   result->token = verdict.next;
+  AdvanceGrammar(s, verdict.next);
   result->finished = Emit(s, verdict.next, raw(static_cast<size_t>(verdict.accepted)),
                           history0 + static_cast<size_t>(verdict.accepted), scheduler, out);
 }

@@ -12,9 +12,12 @@
 //
 // Which sequences speculate: those whose request allows it (per-request
 // opt-out), that are past their first generated token, and that have no
-// structured-output constraint (their grammar state would have to advance
-// through the draft: not done yet, so they decode plainly). Nothing drafts
-// while more than `max_batch` sequences run.
+// lazy constraint (tool_choice "auto": the grammar starts at a trigger in
+// the text, which a draft would have to cross; they decode plainly).
+// Structured-output constraints speculate: the drafter proposes without the
+// grammar, verification masks each row by the grammar state after the
+// drafts before it (output_processor_spec.cc). Nothing drafts while more
+// than `max_batch` sequences run.
 #pragma once
 
 #include <cstdint>

@@ -1,12 +1,16 @@
 """Speculative decoding (prompt lookup, and a draft model) through the OpenAI
-API: the same greedy answers as without it, usage and metrics report accepted
-drafts, a request can opt out, and a draft with another tokenizer is refused."""
+API: the same greedy answers as without it (structured output too), usage and
+metrics report accepted drafts, a request can opt out, and a draft with
+another tokenizer is refused."""
+import json
 import pathlib
 import signal
 import time
 
+import jsonschema
 import openai
 import pytest
+from pydantic import BaseModel
 
 from conftest import MODEL_ID, REPO, BriskServer
 
@@ -78,6 +82,51 @@ def test_a_request_can_opt_out(make_server, plain_answers):
     with pytest.raises(openai.BadRequestError):
         s.client().chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "x"}],
                                     max_tokens=2, extra_body={"speculative": "no"})
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+    city: str
+
+
+class People(BaseModel):
+    people: list[Person]
+
+
+JSON_PROMPTS = [
+    'Copy this JSON exactly, but change every age to 30: {"people":[{"name":"alice","age":41,'
+    '"city":"Lisbon"},{"name":"bob","age":35,"city":"Oslo"}]}',
+    "List the people as JSON: Carol is 52 and lives in Lima. Dan is 19 and lives in Rome.",
+]
+
+
+def parsed_answers(server, regex_too=True, **extra):
+    c = server.client()
+    out = []
+    for p in JSON_PROMPTS:
+        r = c.beta.chat.completions.parse(
+            model=MODEL_ID, messages=[{"role": "user", "content": p}], max_tokens=80,
+            temperature=0, response_format=People, extra_body=extra or None)
+        jsonschema.validate(json.loads(r.choices[0].message.content),
+                            People.model_json_schema())
+        out.append((r.choices[0].message.parsed, r.usage))
+    if regex_too:
+        r = c.chat.completions.create(
+            model=MODEL_ID, messages=[{"role": "user", "content": "Count: 1, 2, 3, 4, 5, 6"}],
+            max_tokens=30, temperature=0,
+            extra_body={**extra, "structured_outputs": {"regex": r"[0-9]+(, [0-9]+)*"}})
+        out.append((r.choices[0].message.content, r.usage))
+    return out
+
+
+def test_structured_output_speculates_with_the_same_answers(make_server):
+    s = make_server(SPEC)
+    got = parsed_answers(s)
+    want = parsed_answers(s, speculative=False)
+    assert [a for a, _ in got] == [a for a, _ in want]
+    accepted = [(u.model_extra or {}).get("speculative_accepted_tokens", 0) for _, u in got]
+    assert sum(accepted) > 0, accepted
 
 
 @pytest.fixture(scope="module")
