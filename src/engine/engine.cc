@@ -180,7 +180,10 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
   // Cancelled requests leave before any work is scheduled for them.
   ApplyCancels(outputs);
   Status status = Status::Ok();
-  if (speculator_.enabled()) speculator_.Propose(scheduler_, threads_);
+  if (speculator_.enabled())
+    speculator_.Propose(scheduler_, threads_, [this](int64_t id, std::vector<int32_t>* draft) {
+      outputs_.TrimDraft(id, draft);
+    });
   SchedulerOutput so = scheduler_.Schedule(Now());
   for (int64_t sid : so.expired)
     outputs_.FinishSequence(sid, FinishReason::kDeadline, scheduler_, outputs);

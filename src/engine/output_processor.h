@@ -73,6 +73,12 @@ class OutputProcessor {
   // every position's row for it).
   bool WantsAllLogits(const ScheduledChunk& c) const;
 
+  // Speculative decoding under a structured-output constraint: cuts
+  // `draft` before its first token the sequence's grammar rules out
+  // (verification would reject it for certain: its position and every one
+  // after it would be computed for nothing). Unconstrained: unchanged.
+  void TrimDraft(int64_t seq_id, std::vector<int32_t>* draft);
+
   // Sequences that finished since the last call; their state is gone.
   std::vector<int64_t> TakeFinished();
   // Keeps what usage reports from the scheduler's state of a scheduled

@@ -77,5 +77,43 @@ TEST_F(OutputProcessorTest, UnconstrainedSequencesComputeNoMasks) {
   EXPECT_TRUE(h.proc().TakeGrammarMaskTimes().empty());
 }
 
+TEST_F(OutputProcessorTest, TrimDraftCutsAtTheFirstTokenTheGrammarRulesOut) {
+  GenerationRequest r = Request(4, 20);
+  r.constraint = Schema(R"({"type":"object","properties":{"a":{"type":"integer"}},
+      "required":["a"],"additionalProperties":false})");
+  OutputHarness h(*tok_, kContext);
+  const int64_t sid = h.Add(1, r);
+  auto ids = [&](const std::string& text) { return tok_->Encode(text, false, false); };
+  // Compact JSON: a space after ':' is not allowed, the rest of the object is.
+  std::vector<int32_t> draft = ids("{\"a\":");
+  const size_t ok = draft.size();
+  for (int32_t t : ids(" 1}")) draft.push_back(t);
+  h.proc().TrimDraft(sid, &draft);
+  EXPECT_EQ(draft.size(), ok);
+  // A whole valid object, then the end token: all kept (the end counts once
+  // the object is complete); nothing after the end.
+  draft = ids("{\"a\":12}");
+  const size_t whole = draft.size();
+  draft.push_back(*tok_->eos_id());
+  draft.push_back(draft[0]);
+  h.proc().TrimDraft(sid, &draft);
+  EXPECT_EQ(draft.size(), whole + 1);
+  // An end token before the object is complete is cut.
+  draft = {*tok_->eos_id()};
+  h.proc().TrimDraft(sid, &draft);
+  EXPECT_TRUE(draft.empty());
+  // The sequence's own grammar state did not move: it still starts at '{'.
+  draft = ids("{\"a\":1}");
+  const size_t again = draft.size();
+  h.proc().TrimDraft(sid, &draft);
+  EXPECT_EQ(draft.size(), again);
+  // Unconstrained: unchanged.
+  const int64_t free_sid = h.Add(2, Request(4, 20));
+  draft = ids(" anything at all");
+  const size_t n = draft.size();
+  h.proc().TrimDraft(free_sid, &draft);
+  EXPECT_EQ(draft.size(), n);
+}
+
 }  // namespace
 }  // namespace brisk

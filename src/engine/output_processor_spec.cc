@@ -94,6 +94,35 @@ void OutputProcessor::ProcessDrafted(const ScheduledChunk& c, std::span<float> r
                           history0 + static_cast<size_t>(verdict.accepted), scheduler, out);
 }
 
+void OutputProcessor::TrimDraft(int64_t seq_id, std::vector<int32_t>* draft) {
+  auto it = seqs_.find(seq_id);
+  if (it == seqs_.end() || draft->empty()) return;
+  Sequence& s = *it->second;
+  if (!s.matcher && !s.cfg_matcher) return;
+  if (s.matcher) {
+    if (!s.spec_walk) s.spec_walk = std::make_unique<GrammarMatcher>(&s.constraint->grammar());
+    s.spec_walk->CopyFrom(*s.matcher);
+  }
+  const size_t cfg_sets = s.cfg_matcher ? s.cfg_matcher->num_sets() : 0;
+  size_t keep = 0;
+  // The tokens the mask would allow (token_mask.h): an end token where the
+  // grammar can end (nothing after it counts), else a non-control token
+  // whose bytes the grammar takes.
+  for (; keep < draft->size(); ++keep) {
+    const int32_t d = (*draft)[keep];
+    if (tokenizer_.IsEog(d)) {
+      if (s.spec_walk ? s.spec_walk->CanEnd() : s.cfg_matcher->CanEnd()) ++keep;
+      break;
+    }
+    const std::string piece = tokenizer_.TokenToPiece(d, /*render_special=*/false);
+    if (tokenizer_.IsControl(d) || piece.empty() || piece.size() > 255) break;
+    if (!(s.spec_walk ? s.spec_walk->AdvanceBytes(piece) : s.cfg_matcher->AdvanceBytes(piece)))
+      break;
+  }
+  if (s.cfg_matcher) s.cfg_matcher->Rollback(cfg_sets);
+  draft->resize(keep);
+}
+
 bool OutputProcessor::Emit(Sequence& s, int32_t tok, std::span<const float> raw_row,
                            size_t history_size, const Scheduler& scheduler, SequenceOutput* out) {
   ++s.n_generated;

@@ -70,7 +70,7 @@ double Speculator::DraftSecondsPerToken(size_t batch) const {
   return round / static_cast<double>(batch);
 }
 
-void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool) {
+void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool, const DraftTrim& trim) {
   eligible_ = 0;
   draft_s_ = 0;
   if (seqs_.empty()) return;
@@ -119,6 +119,7 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool) {
     s.fed = toks.size();
     if (k <= 0) continue;
     s.drafter->Propose(k, &draft_, nullptr);
+    if (trim) trim(state->id, &draft_);
     if (!draft_.empty()) scheduler.SetDraft(state->id, draft_);
   }
   if (requests_.empty()) return;
@@ -129,8 +130,10 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool) {
     log::Warn("speculative: the draft model failed: {}", status.ToString());
     return;
   }
-  for (auto& r : requests_)
+  for (auto& r : requests_) {
+    if (trim) trim(r.seq_id, &r.draft);
     if (!r.draft.empty()) scheduler.SetDraft(r.seq_id, std::move(r.draft));
+  }
 }
 
 void Speculator::Observe(std::span<const ScheduledChunk> chunks, std::span<const SeqResult> results,

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -79,8 +80,11 @@ class Speculator {
   const DraftModelRunner* draft_model() const { return draft_model_.get(); }
 
   // Drafts for the running, decoding sequences it tracks, set on the
-  // scheduler for its next Schedule().
-  void Propose(Scheduler& scheduler, ThreadPool& pool);
+  // scheduler for its next Schedule(). `trim` (optional) may shorten a
+  // sequence's draft first (structured output: up to the first token its
+  // grammar rules out, OutputProcessor::TrimDraft).
+  using DraftTrim = std::function<void(int64_t seq_id, std::vector<int32_t>* draft)>;
+  void Propose(Scheduler& scheduler, ThreadPool& pool, const DraftTrim& trim = {});
   // A step's verdicts (results of its chunks) and its time over
   // `batch_tokens` positions: the forward pass and the output processing
   // (a verified position costs a logits row and its sampling; with a large
