@@ -65,6 +65,10 @@ uint32_t JsonGrammar::AddObject(ObjectSpec spec) {
   for (size_t p = np; p-- > 0;)
     spec.first_required_from[p] =
         spec.props[p].required ? static_cast<uint32_t>(p) : spec.first_required_from[p + 1];
+  spec.required_from.assign(np + 1, 0);
+  for (size_t p = np; p-- > 0;)
+    spec.required_from[p] = spec.required_from[p + 1] + (spec.props[p].required ? 1 : 0);
+  spec.count_cap = std::max(spec.min_props, spec.max_props == kUnbounded ? 0 : spec.max_props);
   // Key bitsets per trie node: set at the terminal, then OR-ed into the
   // parents (children always have larger ids than their parent).
   const uint32_t words = static_cast<uint32_t>(std::max<size_t>(1, (np + 63) / 64));

@@ -71,9 +71,19 @@ struct ObjectSpec {
   uint32_t key_pattern = kNoNode;
   uint32_t pattern_value = kNoNode;
   ByteTrie keys;  // key_text -> property index
+  // minProperties / maxProperties: every member counts, listed or extra
+  // (an extra key written twice counts twice; the compiler reports
+  // minProperties where only such repeats could reach it).
+  uint32_t min_props = 0;
+  uint32_t max_props = kUnbounded;
   // first_required_from[p]: the first required property index >= p
   // (props.size() if none); size props.size() + 1.
   std::vector<uint32_t> first_required_from;
+  // required_from[p]: how many properties at index >= p are required.
+  std::vector<uint32_t> required_from;
+  // MatchFrame::count saturates here: the largest count the bounds tell
+  // apart (0 without bounds, so frames do not differ by count).
+  uint32_t count_cap = 0;
   // Per key-trie node, a bitset over property indices of the keys below it
   // (words_per_node 64-bit words each).
   std::vector<uint64_t> subtree_keys;

@@ -108,6 +108,7 @@ void GrammarMatcher::ChildDone(MatchFrame& parent) const {
     parent.a = parent.c == phase::kAdditionalKey || parent.c == phase::kPatternKey
                    ? static_cast<uint32_t>(spec.props.size())
                    : parent.c + 1;
+    if (parent.count < spec.count_cap) ++parent.count;
     parent.phase = phase::kObjAfter;
   } else if (n.kind == NodeKind::kArray) {
     ++parent.a;
@@ -221,14 +222,15 @@ bool GrammarMatcher::PatternStrings(std::vector<PatternTop>* out) const {
       top = {&g_->patterns[n.pattern], f, /*canonical=*/false};
     } else if (n.kind == NodeKind::kObject && f.phase == phase::kObjKey) {
       // A key no listed property and no additionalProperties can take: its
-      // DFA state is in pad (matcher_values.cc StepObject).
+      // DFA state is in c (kDfaDead unless StepObject allowed extra keys,
+      // maxProperties included).
       const ObjectSpec& spec = g_->objects[n.index];
       const uint32_t np = static_cast<uint32_t>(spec.props.size());
-      if (spec.key_pattern == kNoNode || spec.additional != kNoNode || f.pad == kDfaDead ||
+      if (spec.key_pattern == kNoNode || spec.additional != kNoNode || f.c == kDfaDead ||
           spec.first_required_from[f.a] != np || (f.b != phase::kOffTrie && f.a < np))
         return false;
       MatchFrame key;
-      key.b = f.pad;
+      key.b = f.c;
       key.lex = f.lex, key.lex_aux = f.lex_aux, key.flags = f.flags;
       top = {&g_->patterns[spec.key_pattern], key, /*canonical=*/true};
     } else {
@@ -263,12 +265,12 @@ int64_t GrammarMatcher::PlainBudgetOf(const MatchFrame& f) const {
     return static_cast<int64_t>(n.max_len) - f.a;
   }
   if (n.kind == NodeKind::kObject && f.phase == phase::kObjKey) {
-    // Off the key trie, or on it while extra keys are allowed: plain text
-    // never closes the key, and every such key stays possible.
+    // Off the key trie, or on it while extra keys are allowed (maxProperties
+    // included): plain text never closes the key, and every such key stays
+    // possible. Off the trie, only an extra key can be alive.
     const ObjectSpec& spec = g_->objects[n.index];
     if (spec.additional == kNoNode) return -1;  // keys follow the listed ones or a pattern
-    if (f.b == phase::kOffTrie || spec.first_required_from[f.a] == spec.props.size())
-      return kUnbounded;
+    if (f.b == phase::kOffTrie || ObjectNextMembers(spec, f).extra) return kUnbounded;
   }
   return -1;
 }

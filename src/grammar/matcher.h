@@ -39,8 +39,12 @@ struct MatchFrame {
   uint8_t flags = 0;    // number: sign; string: UTF-8 range of the next byte
   uint32_t a = 0;  // string: code points; array: items; object: next property; literal: trie node
   uint32_t b = 0;  // object: key trie node; pattern string: DFA state
-  uint32_t c = 0;  // object: the key being matched (property index or kAdditionalKey)
-  uint32_t pad = 0;
+  // object: the key being matched (property index, kAdditionalKey or
+  // kPatternKey); while inside the key, the key pattern's DFA state.
+  uint32_t c = 0;
+  // object: members so far, saturating at ObjectSpec::count_cap (0 without
+  // min/maxProperties, so such frames compare as before).
+  uint32_t count = 0;
   double num = 0;  // bounded number: magnitude so far
 
   bool operator==(const MatchFrame&) const = default;
@@ -110,6 +114,14 @@ class GrammarMatcher {
   // Whether a value of `node` can start with `byte` (unions: any branch).
   bool CanStartWith(uint32_t node, uint8_t byte, int depth = 0) const;
   bool CanFinish(const MatchFrame& f) const;
+  // Which members may start next in an object frame: StepObject's rule,
+  // shared with the fast paths so that they never disagree with it.
+  struct NextMembers {
+    uint32_t lo = 1, hi = 0;  // listed property indices [lo, hi]; empty when lo > hi
+    bool extra = false;       // extra keys (additionalProperties or the key pattern)
+    bool close = false;       // '}' may come now
+  };
+  NextMembers ObjectNextMembers(const ObjectSpec& s, const MatchFrame& f) const;
   // PlainStringBudget() of one thread whose top frame is `f`.
   int64_t PlainBudgetOf(const MatchFrame& f) const;
   void DedupeNext();

@@ -200,25 +200,49 @@ bool SubtreeHasKeyIn(const ObjectSpec& s, uint32_t node, uint32_t p, uint32_t r)
 
 }  // namespace
 
+GrammarMatcher::NextMembers GrammarMatcher::ObjectNextMembers(const ObjectSpec& s,
+                                                              const MatchFrame& f) const {
+  // A member may start only if the object can still be completed after it:
+  // the required properties left fit under maxProperties, and (without
+  // extra keys) enough listed ones are left to reach minProperties.
+  const auto n = static_cast<uint32_t>(s.props.size());
+  const uint32_t p = f.a, c = f.count;
+  const uint32_t req = s.required_from[p];
+  NextMembers m;
+  m.close = req == 0 && c >= s.min_props;
+  // Room for a member that is not required (optional or extra).
+  const bool room = uint64_t{c} + 1 + req <= s.max_props;
+  const bool has_extra = s.additional != kNoNode || s.key_pattern != kNoNode;
+  m.extra = req == 0 && room && has_extra;
+  if (p < n) {
+    // Listed keys allowed next: [p, r], the first required one included.
+    const uint32_t r = std::min(s.first_required_from[p], n - 1);
+    m.lo = room ? p : r;
+    m.hi = r;
+    // Key k leaves at most n - k - 1 listed ones: c + n - k >= min_props.
+    if (!has_extra) {
+      if (uint64_t{c} + n < s.min_props) return m.lo = 1, m.hi = 0, m;
+      m.hi = static_cast<uint32_t>(std::min<uint64_t>(m.hi, uint64_t{c} + n - s.min_props));
+    }
+    if (!room && req == 0) m.lo = 1, m.hi = 0;
+  }
+  return m;
+}
+
 GrammarMatcher::StepResult GrammarMatcher::StepObject(MatchFrame& f, const ObjectSpec& s,
                                                       uint8_t byte) const {
-  const auto n = static_cast<uint32_t>(s.props.size());
-  // Listed keys allowed next: [p, r]; extra keys only once every listed key
-  // left is optional.
-  const uint32_t p = f.a;
-  const uint32_t r = p < n ? std::min(s.first_required_from[p], n - 1) : 0;
-  const bool can_close = s.first_required_from[p] == n;
+  const NextMembers m = ObjectNextMembers(s, f);
+  const bool listed_ok = m.lo <= m.hi;
   // Extra keys: any (additionalProperties), or those matching the pattern.
-  const bool any_key = s.additional != kNoNode && can_close;
+  const bool any_key = s.additional != kNoNode && m.extra;
   const ByteDfa* key_dfa =
-      s.key_pattern != kNoNode && can_close ? &g_->patterns[s.key_pattern] : nullptr;
-  const bool extra_ok = any_key || key_dfa;
+      s.key_pattern != kNoNode && m.extra ? &g_->patterns[s.key_pattern] : nullptr;
   const auto start_key = [&]() -> StepResult {
-    if (p >= n && !extra_ok) return {Outcome::kReject};
+    if (!listed_ok && !m.extra) return {Outcome::kReject};
     f.phase = phase::kObjKey;
     f.lex = f.lex_aux = f.flags = 0;
     f.b = 0;
-    f.pad = key_dfa ? key_dfa->start : kDfaDead;  // the key's DFA state
+    f.c = key_dfa ? key_dfa->start : kDfaDead;  // the key's DFA state
     return {Outcome::kContinue};
   };
   switch (f.phase) {
@@ -228,7 +252,7 @@ GrammarMatcher::StepResult GrammarMatcher::StepObject(MatchFrame& f, const Objec
       f.a = 0;
       return {Outcome::kContinue};
     case phase::kObjFirst:
-      if (byte == '}') return {can_close ? Outcome::kDone : Outcome::kReject};
+      if (byte == '}') return {m.close ? Outcome::kDone : Outcome::kReject};
       if (byte == '"') return start_key();
       return {Outcome::kReject};
     case phase::kObjKeyStart:
@@ -242,10 +266,10 @@ GrammarMatcher::StepResult GrammarMatcher::StepObject(MatchFrame& f, const Objec
         const int32_t k = f.b == phase::kOffTrie ? -1 : s.keys.Terminal(f.b);
         if (k >= 0) {
           // A listed key: only if it may come here (not an extra key either).
-          if (static_cast<uint32_t>(k) < p || static_cast<uint32_t>(k) > r || p >= n)
+          if (!listed_ok || static_cast<uint32_t>(k) < m.lo || static_cast<uint32_t>(k) > m.hi)
             return {Outcome::kReject};
           f.c = static_cast<uint32_t>(k);
-        } else if (key_dfa && f.pad != kDfaDead && key_dfa->accepting[f.pad]) {
+        } else if (key_dfa && f.c != kDfaDead && key_dfa->accepting[f.c]) {
           f.c = phase::kPatternKey;
         } else if (any_key) {
           f.c = phase::kAdditionalKey;
@@ -262,11 +286,12 @@ GrammarMatcher::StepResult GrammarMatcher::StepObject(MatchFrame& f, const Objec
         const uint32_t next = s.keys.Child(f.b, byte);
         // Extra keys follow the trie too, to tell a listed key apart.
         f.b = next != ByteTrie::kNone ? next : phase::kOffTrie;
-        alive = alive || (f.b != phase::kOffTrie && p < n && SubtreeHasKeyIn(s, f.b, p, r));
+        alive =
+            alive || (f.b != phase::kOffTrie && listed_ok && SubtreeHasKeyIn(s, f.b, m.lo, m.hi));
       }
-      if (key_dfa && f.pad != kDfaDead) {
-        f.pad = key_dfa->Next(f.pad, byte);
-        alive = alive || f.pad != kDfaDead;
+      if (key_dfa && f.c != kDfaDead) {
+        f.c = key_dfa->Next(f.c, byte);
+        alive = alive || f.c != kDfaDead;
       }
       return {alive ? Outcome::kContinue : Outcome::kReject};
     }
@@ -280,8 +305,8 @@ GrammarMatcher::StepResult GrammarMatcher::StepObject(MatchFrame& f, const Objec
                               : f.c == phase::kPatternKey  ? s.pattern_value
                                                            : s.props[f.c].value};
     case phase::kObjAfter:
-      if (byte == '}') return {can_close ? Outcome::kDone : Outcome::kReject};
-      if (byte == ',' && (p < n || extra_ok)) {
+      if (byte == '}') return {m.close ? Outcome::kDone : Outcome::kReject};
+      if (byte == ',' && (listed_ok || m.extra)) {
         f.phase = phase::kObjKeyStart;
         return {Outcome::kContinue};
       }

@@ -13,7 +13,8 @@
 // other and with minLength / maxLength (string_pattern.h, byte_dfa.h);
 // format int32, int64 and utc-millisec on numbers; patternProperties with
 // one pattern (extra keys whose text the pattern's DFA accepts take its
-// schema, after the listed properties).
+// schema, after the listed properties); minProperties and maxProperties
+// (members counted as written; unsatisfiable counts match nothing).
 // JSON Schema makes format an annotation by default; Brisk enforces the
 // formats it knows, as a generator should only write valid ones.
 //
@@ -22,9 +23,11 @@
 // \b, \p{...}) or whose automaton is too large, a format not listed
 // above, a minLength whose counter is too large next to a pattern,
 // multipleOf, uniqueItems, contains, patternProperties with more than one
-// pattern (or one a listed key also matches), propertyNames, min/maxProperties, if/then/else, not,
-// dependent*, unevaluated*, ...), oneOf (enforced as anyOf: exclusivity is not), an allOf whose
-// parts conflict in a way the merge cannot express, $ref to anything but a local pointer, and
+// pattern (or one a listed key also matches), propertyNames,
+// minProperties >= 2 where extra keys are allowed (enforced on the members
+// written, but an extra key written twice counts twice), if/then/else,
+// not, dependent*, unevaluated*, ...), oneOf (enforced as anyOf: exclusivity is not), an allOf
+// whose parts conflict in a way the merge cannot express, $ref to anything but a local pointer, and
 // keywords next to enum/const other than type. Annotations (title, description, default, examples,
 // $schema, $id, $comment, deprecated, readOnly, writeOnly, discriminator, ...) are ignored.
 //

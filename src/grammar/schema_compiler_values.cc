@@ -151,6 +151,27 @@ uint32_t Compiler::CompileObject(const Json& s, const std::string& ptr, int dept
   }
   if (s.contains("patternProperties") && !CompilePatternProperties(s, ptr, depth, &spec))
     Report("patternProperties", ptr);
+  if (!ReadCount(s, "minProperties", ptr, &spec.min_props) ||
+      !ReadCount(s, "maxProperties", ptr, &spec.max_props))
+    return Never();
+  // Extra members whose schema is `false` cannot be written: none allowed,
+  // so that counting toward minProperties never relies on them.
+  const auto never = [&](uint32_t node) {
+    return node != kNoNode && out_.grammar.nodes[node].kind == NodeKind::kNever;
+  };
+  if (never(spec.additional)) spec.additional = kNoNode;
+  if (never(spec.pattern_value) && spec.additional == kNoNode) spec.key_pattern = kNoNode;
+  // Unsatisfiable counts match nothing, as minItems > maxItems does.
+  const auto required_count = static_cast<uint32_t>(std::count_if(
+      spec.props.begin(), spec.props.end(), [](const auto& p) { return p.required; }));
+  const bool has_extra = spec.additional != kNoNode || spec.key_pattern != kNoNode;
+  if (spec.min_props > spec.max_props || required_count > spec.max_props ||
+      (!has_extra && spec.props.size() < spec.min_props))
+    return Never();
+  // The grammar does not keep extra keys apart, so {"x":1,"x":2} counts two
+  // members where a JSON parser keeps one: with extra keys allowed,
+  // minProperties >= 2 is enforced on that count but is not exact, and said.
+  if (spec.min_props >= 2 && has_extra) Report("minProperties", ptr);
   return out_.grammar.AddObject(std::move(spec));
 }
 

@@ -180,6 +180,29 @@ TEST(TokenMaskTest, PatternPropertyKeys) {
   WalkAndCompare(*tok, *with_rest, R"({"n_count":3,"flag":true,"n_x":-1})", 1000);
 }
 
+TEST(TokenMaskTest, PropertyCountBounds) {
+  const Tokenizer* tok = LoadTokenizer(SmolPath());
+  if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
+  // '}' waits for minProperties, ',' stops at maxProperties (tokens such as
+  // '},' and '","' carry both), extra and pattern keys count too.
+  for (const auto& [schema_text, instance] : std::vector<std::pair<const char*, const char*>>{
+           {R"({"type":"object","additionalProperties":{"type":"string"},"minProperties":1,
+               "maxProperties":2})",
+            R"({"alpha":"x","beta":"y"})"},
+           {R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
+               "c":{"type":"integer"}},"minProperties":2,"maxProperties":2})",
+            R"({"a":1,"c":3})"},
+           {R"({"type":"object","properties":{"id":{"type":"integer"}},
+               "patternProperties":{"^[a-z]+_[0-9]+$":{"type":"string"}},
+               "additionalProperties":false,"minProperties":1,"maxProperties":2})",
+            R"({"id":7,"alpha_1":"x"})"}}) {
+    auto schema = CompileJsonSchemaText(schema_text);
+    ASSERT_TRUE(schema.ok());
+    ASSERT_TRUE(schema->unenforced.empty()) << schema->unenforced[0].ToString();
+    WalkAndCompare(*tok, *schema, instance, 1000);
+  }
+}
+
 TEST(TokenMaskTest, PatternWalksAreCachedPerDfaState) {
   const Tokenizer* tok = LoadTokenizer(SmolPath());
   if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
