@@ -8,6 +8,7 @@ A/B/B/A... so slow drift on a shared machine hits both sides; the spread
 between repeats is reported next to the ratio.
 
   python3 bench/constrained_throughput.py --brisk build/brisk --repeats 3
+  python3 bench/constrained_throughput.py --schema union --threads 1 --mask-overlap on
 
 Metric: output tokens/s = completion tokens of all requests / wall time of
 the run. Constrained answers stop when the JSON value is complete, so their
@@ -20,6 +21,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -184,6 +186,9 @@ def main():
     ap.add_argument("--schema", choices=sorted(SCHEMAS), default="person",
                     help="person: the extraction record; union: four object schemas sharing "
                     "their first keys, with free text under a pattern (the slow mask class)")
+    ap.add_argument("--mask-overlap", choices=["auto", "on", "off"], default="auto",
+                    help="scheduler.grammar_mask_overlap: masks computed on their own thread "
+                    "while the forward pass runs (auto: where a core is left for it)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     global SCHEMA_CHOICE
@@ -192,6 +197,11 @@ def main():
     cmd = [args.brisk, "serve", "--port", "0", "--model", args.model, "--log-level", "warn"]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
+    if args.mask_overlap != "auto":
+        cfg = os.path.join(tempfile.mkdtemp(), "inference.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"scheduler: {{grammar_mask_overlap: {args.mask_overlap}}}\n")
+        cmd += ["--config", cfg]
     proc, url = start(cmd)
     report = {"cmd": " ".join(cmd), "schema": args.schema, "loadavg_start": os.getloadavg(),
               "runs": []}

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <thread>
 
 namespace brisk {
 
@@ -49,6 +50,11 @@ Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOption
       speculator_(options.speculative, model.weight_bytes(), kv_.num_blocks(), options.block_size),
       t0_(Clock::now()) {
   if (options.prefault_kv) kv_.Prefault();
+  using Overlap = EngineOptions::MaskOverlap;
+  const unsigned cores = std::thread::hardware_concurrency();
+  outputs_.set_mask_overlap(
+      options.mask_overlap == Overlap::kOn ||
+      (options.mask_overlap == Overlap::kAuto && cores > static_cast<unsigned>(threads_.size())));
 }
 
 Engine::~Engine() = default;
@@ -167,8 +173,13 @@ Status Engine::RunForward(const SchedulerOutput& so) {
                : c.sample ? BatchSequence::Logits::kLast
                           : BatchSequence::Logits::kNone);
   }
+  outputs_.PrefetchMasks(so.chunks, static_cast<size_t>(model_.config().vocab));
   const auto t_fwd = Clock::now();
-  RETURN_IF_ERROR(model_.Forward(batch_, kv_, threads_, &logits_));
+  const Status fwd = model_.Forward(batch_, kv_, threads_, &logits_);
+  if (!fwd.ok()) {
+    outputs_.WaitForMasks();
+    return fwd;
+  }
   last_step_.forward_s = std::chrono::duration<double>(Clock::now() - t_fwd).count();
   last_step_.prefill_tokens = so.num_prefill_tokens;
   last_step_.decode_tokens = so.num_decode_tokens;

@@ -50,6 +50,11 @@ struct EngineOptions {
   int64_t max_context_tokens = 0;  // 0 = the model's context length
   bool prefault_kv = false;        // commit the KV pool's memory at construction
   SpeculativeOptions speculative;  // off by default (method none)
+  // Structured output: compute a step's grammar token masks on their own
+  // thread while the forward pass runs. Auto: where the machine has more
+  // cores than the forward pass's threads (else the two would only take
+  // turns on the same cores).
+  enum class MaskOverlap : uint8_t { kAuto, kOn, kOff } mask_overlap = MaskOverlap::kAuto;
 };
 
 class Engine {

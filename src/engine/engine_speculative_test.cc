@@ -155,6 +155,10 @@ TEST_F(EngineSpeculativeTest, ConstrainedGreedyIsIdenticalAndDraftsAreAccepted) 
     EXPECT_GT(on.drafted, 0);
     EXPECT_GT(on.accepted, 0) << "drafted " << on.drafted;
     EXPECT_EQ(on.usage_accepted, on.accepted);
+    // Masks overlapped with the forward pass (on their own thread) change nothing.
+    EngineOptions ov = o;
+    ov.mask_overlap = EngineOptions::MaskOverlap::kOn;
+    EXPECT_EQ(RunPrompts(ov, reqs).tokens, off.tokens) << "batch " << batch;
   }
   // Seeded sampling under the constraint stays deterministic with drafts.
   for (auto& r : reqs) {

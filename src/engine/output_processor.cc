@@ -158,7 +158,7 @@ void OutputProcessor::Sample(Sequence& s, std::span<float> logits, std::span<con
   if (s.logprobs >= 0) raw_row_.assign(logits.begin(), logits.end());
   if (s.n_generated < s.min_tokens) SuppressStops(s, logits);
   const bool constrained = s.matcher || s.cfg_matcher;
-  if (constrained) SetGrammarMask(s.matcher.get(), s.cfg_matcher.get(), s.sampler, logits.size());
+  if (constrained) SetSampleMask(s, logits.size());
   const int32_t tok = s.sampler.Sample(logits, history);
   if (constrained) s.sampler.ClearMask();
   AdvanceGrammar(s, tok);
@@ -177,6 +177,7 @@ void OutputProcessor::Process(std::span<const ScheduledChunk> chunks, std::span<
                               const std::function<int64_t()>& new_seq_id,
                               std::vector<SeqResult>* results, std::vector<SequenceOutput>* outputs,
                               std::span<const uint8_t> all_rows) {
+  WaitForMasks();
   int64_t row = 0;
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const ScheduledChunk& c = chunks[ci];
@@ -267,34 +268,6 @@ void OutputProcessor::RecordPromptLogprobs(Sequence& s, const ScheduledChunk& c,
                                             &row_logprobs_));
     ++s.prompt_lp_next;
   }
-}
-
-void OutputProcessor::SetGrammarMask(const GrammarMatcher* matcher, CfgMatcher* cfg_matcher,
-                                     Sampler& sampler, size_t vocab) {
-  const auto t0 = std::chrono::steady_clock::now();
-  if (!masker_) {
-    token_trie_ = token_trie_future_.get();
-    masker_ = std::make_unique<TokenMasker>(token_trie_.get());
-  }
-  if (matcher) {
-    masker_->Compute(*matcher, &mask_bits_);
-  } else {
-    if (!cfg_masker_) cfg_masker_ = std::make_unique<CfgTokenMasker>(token_trie_.get());
-    cfg_masker_->Compute(*cfg_matcher, &mask_bits_);
-  }
-  ExpandMask(mask_bits_, vocab, &mask_bytes_);
-  sampler.SetMask(mask_bytes_);
-  mask_times_.push_back(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-}
-
-void OutputProcessor::AdvanceGrammar(Sequence& s, int32_t tok) {
-  // The mask allowed `tok`: its bytes advance the grammar (end tokens have none).
-  if (tok < 0 || tokenizer_.IsEog(tok)) return;
-  if (s.matcher)
-    s.matcher->AdvanceBytes(tokenizer_.TokenToPiece(tok));
-  else if (s.cfg_matcher)
-    s.cfg_matcher->AdvanceBytes(tokenizer_.TokenToPiece(tok));
 }
 
 std::vector<double> OutputProcessor::TakeGrammarMaskTimes() {

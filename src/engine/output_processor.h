@@ -37,6 +37,7 @@
 #include "grammar/token_mask.h"
 #include "model/tokenizer.h"
 #include "model/tokenizer_incremental.h"
+#include "util/background_task.h"
 
 namespace brisk {
 
@@ -72,6 +73,18 @@ class OutputProcessor {
   // prompt-logprobs request still needs (then the forward pass must return
   // every position's row for it).
   bool WantsAllLogits(const ScheduledChunk& c) const;
+
+  // Structured output: whether PrefetchMasks() overlaps the token masks
+  // with the forward pass (the engine turns it on where a core is left
+  // for it).
+  void set_mask_overlap(bool on) { mask_overlap_ = on; }
+  // Starts computing, on the mask thread, the token masks of the chunks
+  // that will sample one token without drafts under a grammar (their state
+  // is fixed before the forward pass); Process() waits for them. Nothing
+  // else may be called until Process() or WaitForMasks().
+  void PrefetchMasks(std::span<const ScheduledChunk> chunks, size_t vocab);
+  // Waits for the masks PrefetchMasks() started (Process() does it).
+  void WaitForMasks();
 
   // Speculative decoding under a structured-output constraint: cuts
   // `draft` before its first token the sequence's grammar rules out
@@ -129,6 +142,11 @@ class OutputProcessor {
   // vocabulary's token trie is built on the first use).
   void SetGrammarMask(const GrammarMatcher* matcher, CfgMatcher* cfg_matcher, Sampler& sampler,
                       size_t vocab);
+  // The mask bytes of a grammar state into *out (timed in mask_times_).
+  void ComputeMask(const GrammarMatcher* matcher, CfgMatcher* cfg_matcher, size_t vocab,
+                   std::vector<uint8_t>* out);
+  // A plain sample's mask on its sampler: the prefetched one, else computed.
+  void SetSampleMask(Sequence& s, size_t vocab);
   // Advances the sequence's grammar (if any) by an emitted token's bytes.
   void AdvanceGrammar(Sequence& s, int32_t tok);
 
@@ -150,6 +168,11 @@ class OutputProcessor {
   TokenBitmask mask_bits_;
   std::vector<uint8_t> mask_bytes_;  // the sampler's view during one Sample()
   std::vector<double> mask_times_;
+  // Masks overlapped with the forward pass (output_processor_masks.cc).
+  bool mask_overlap_ = false;
+  bool prefetching_ = false;
+  std::vector<Sequence*> prefetch_;
+  std::unique_ptr<BackgroundTask> mask_thread_;  // last: joined before the state it uses goes
   // Logprobs: the sampled row before the sampler changes it, and scratch.
   std::vector<float> raw_row_;
   RowLogprobs row_logprobs_;

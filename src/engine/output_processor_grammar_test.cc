@@ -115,5 +115,37 @@ TEST_F(OutputProcessorTest, TrimDraftCutsAtTheFirstTokenTheGrammarRulesOut) {
   EXPECT_EQ(draft.size(), n);
 }
 
+// Masks computed on the mask thread during the "forward pass" are the ones
+// computed in Process(): the same samples, token for token, for JSON schema
+// and regex sequences mixed with unconstrained ones and forks.
+TEST_F(OutputProcessorTest, PrefetchedMasksGiveTheSameSamples) {
+  auto run = [&](bool overlap) {
+    OutputHarness h(*tok_, kContext);
+    h.proc().set_mask_overlap(overlap);
+    for (int i = 0; i < 6; ++i) {
+      GenerationRequest r = Request(4 + i, 30);
+      r.sampling.temperature = 1.0f;
+      r.sampling.seed = 100 + i;
+      r.n = i == 1 ? 3 : 1;
+      if (i % 3 == 0)
+        r.constraint = Schema(R"({"type":"object","properties":{"a":{"type":"integer"},
+            "b":{"type":"array","items":{"type":"string"}}},"required":["a","b"]})");
+      if (i % 3 == 1) {
+        auto c = CompileConstraint({ConstraintSpec::Kind::kRegex, "[a-c]+(-[0-9]+)?"});
+        EXPECT_TRUE(c.ok());
+        if (c.ok()) r.constraint = *c;
+      }
+      h.Add(i + 1, r);
+    }
+    h.Run(Noise(21));
+    std::vector<std::vector<int32_t>> tokens;
+    for (int i = 0; i < 6; ++i)
+      for (int k = 0; k < (i == 1 ? 3 : 1); ++k) tokens.push_back(h.at(i + 1, k).tokens);
+    return tokens;
+  };
+  const auto plain = run(false);
+  EXPECT_EQ(run(true), plain);
+}
+
 }  // namespace
 }  // namespace brisk

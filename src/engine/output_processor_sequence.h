@@ -104,6 +104,8 @@ struct OutputProcessor::Sequence {
   std::shared_ptr<const CompiledConstraint> constraint;
   std::unique_ptr<GrammarMatcher> matcher;    // the grammar state; null when unconstrained
   std::unique_ptr<GrammarMatcher> spec_walk;  // speculative verification: walks a draft
+  std::vector<uint8_t> prefetched_mask;       // the next sample's mask, computed ahead
+  bool mask_ready = false;                    // prefetched_mask is for the next sample
   ConstraintTrigger trigger;                  // lazy constraint: its trigger
   std::unique_ptr<LazyTriggerMatcher> lazy;   // lazy constraint: watches for the trigger
   std::unique_ptr<CfgMatcher> cfg_matcher;    // regex / choice / GBNF state, else null

@@ -98,6 +98,7 @@ class OutputHarness {
     for (int64_t sid : so.expired)
       proc_.FinishSequence(sid, FinishReason::kDeadline, sched_, &outs);
     if (!so.empty()) {
+      proc_.PrefetchMasks(so.chunks, vocab_);  // as Engine::RunForward (a no-op unless on)
       size_t rows = 0;
       for (const ScheduledChunk& c : so.chunks) rows += c.sample;
       logits_.assign(rows * vocab_, kLow);

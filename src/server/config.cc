@@ -34,6 +34,7 @@ constexpr std::string_view kPrecisions[] = {
     "q5_0",   "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl", "iq4_xs"};
 
 // ParseKvPrecision (model/kv_cache.h) takes each of these.
+constexpr std::string_view kMaskOverlapModes[] = {"auto", "on", "off"};
 constexpr std::string_view kKvPrecisions[] = {"f16", "f32", "bf16", "int8", "fp8"};
 
 constexpr std::string_view kUnknownFieldModes[] = {"reject", "ignore"};
@@ -73,6 +74,7 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"kv_cache_bytes", r.Bytes(&s.kv_cache_bytes, kMaxBytes)},
            {"aging_seconds", r.Seconds(&s.aging_seconds, false, kDay)},
            {"fair_share", r.Bool(&s.fair_share)},
+           {"grammar_mask_overlap", r.OneOf(&s.grammar_mask_overlap, kMaskOverlapModes)},
        }},
       {"cache",
        {

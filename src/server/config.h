@@ -42,6 +42,7 @@ struct InferenceConfig {
     int64_t kv_cache_bytes = int64_t{512} << 20;  // YAML: integer or "512MiB", "2GiB", "1.5GB"
     bool fair_share = true;                       // running slots shared equally between tenants
     double aging_seconds = 5;                     // batch requests waiting this long are promoted
+    std::string grammar_mask_overlap = "auto";    // auto | on | off (EngineOptions::mask_overlap)
     bool operator==(const Scheduler&) const = default;
   } scheduler;
   struct Cache {

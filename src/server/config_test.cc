@@ -171,14 +171,14 @@ keys:
 }
 
 TEST(ConfigTest, UnknownKey) {
-  EXPECT_EQ(
-      ErrorOf("model: {precision: fp8}\n"
-              "# a comment\n"
-              "scheduler: {max_batch_tokenz: 16}\n"),
-      "inference.yaml:3: unknown key 'max_batch_tokenz' in 'scheduler' (allowed: "
-      "continuous_batching, max_concurrent_sequences, max_batch_tokens, "
-      "prefill_chunk_tokens, threads, kv_cache_bytes, aging_seconds, fair_share); did you mean "
-      "'max_batch_tokens'?");
+  EXPECT_EQ(ErrorOf("model: {precision: fp8}\n"
+                    "# a comment\n"
+                    "scheduler: {max_batch_tokenz: 16}\n"),
+            "inference.yaml:3: unknown key 'max_batch_tokenz' in 'scheduler' (allowed: "
+            "continuous_batching, max_concurrent_sequences, max_batch_tokens, "
+            "prefill_chunk_tokens, threads, kv_cache_bytes, aging_seconds, fair_share, "
+            "grammar_mask_overlap); did you mean "
+            "'max_batch_tokens'?");
   EXPECT_EQ(ErrorOf("server:\n  host: x\n  colour: blue\n"),
             "inference.yaml:3: unknown key 'colour' in 'server' (allowed: host, port, "
             "http_threads, max_body_bytes, request_timeout_s, idle_timeout_s, max_connections, "

@@ -16,6 +16,9 @@ EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threa
   eo.prefix_cache = config.cache.prefix_cache;
   eo.aging_s = config.scheduler.aging_seconds;
   eo.fair_share = config.scheduler.fair_share;
+  using Overlap = EngineOptions::MaskOverlap;
+  const std::string& mo = config.scheduler.grammar_mask_overlap;
+  eo.mask_overlap = mo == "on" ? Overlap::kOn : mo == "off" ? Overlap::kOff : Overlap::kAuto;
   eo.max_waiting[0] = config.limits.max_queue_interactive;
   eo.max_waiting[1] = config.limits.max_queue_batch;
   eo.max_context_tokens = config.model.max_context_tokens;
