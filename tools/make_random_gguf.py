@@ -31,9 +31,9 @@ Usage (from the repo root):
 The output is byte-for-byte deterministic for given arguments and gguf version.
 Takes ~10-30 s and ~2 GB RAM for the full 30-layer model.
 
-Architectures without an installed model (--arch qwen2 | qwen3): nothing is
-copied; the file is synthesized from the shape flags (--hidden, --heads,
---kv-heads, --head-dim, --ff, --layers, --untied) with a small byte-level BPE
+Architectures without an installed model (--arch llama | qwen2 | qwen3): nothing
+is copied; the file is synthesized from the shape flags (--hidden, --heads,
+--kv-heads, --head-dim, --ff, --layers, --untied, --vocab) with a small byte-level BPE
 tokenizer (random_bpe_vocab.py: tokenizer.ggml.model "gpt2", pre "qwen2", the
 256 byte tokens, merges learned on bench/golden/kld_text.txt, <|endoftext|>,
 <|im_start|>, <|im_end|>, a ChatML template), so llama.cpp and Brisk both load
@@ -43,6 +43,13 @@ embeddings and output with logits of std ~--logit-std), so that logits
 comparisons between engines mean something:
   python3 tools/make_random_gguf.py --arch qwen2 --type Q8_0 --out /tmp/qwen2.Q8_0.gguf
   python3 tools/make_random_gguf.py --arch qwen3 --type F32 --head-dim 96 --out /tmp/qwen3.gguf
+--arch llama: no q/k/v biases, NORM RoPE, pre-tokenizer llama-bpe.  --vocab N
+pads the vocabulary with UNUSED "[PAD<id>]" tokens to N embedding rows.  Tensors
+are made and written one at a time, so a real-size model (bench/dram_shapes.sh:
+Llama 3.2 1B shape, F16, then `brisk quantize`) takes ~1 minute and ~2 GB RAM:
+  python3 tools/make_random_gguf.py --arch llama --type F16 --embd-type F16 \
+    --hidden 2048 --heads 32 --kv-heads 8 --ff 8192 --layers 16 --vocab 128256 \
+    --rope-theta 500000 --out /tmp/llama-1b.F16.gguf
 """
 from __future__ import annotations
 
@@ -91,8 +98,9 @@ def encode(values: np.ndarray, qtype: QT) -> np.ndarray:
 
 
 def synthesize(args) -> int:
-    """--arch qwen2 | qwen3: a small model written from the shape flags."""
+    """--arch llama | qwen2 | qwen3: a model written from the shape flags."""
     from random_bpe_vocab import CHATML_TEMPLATE, make_vocab
+    UNUSED = 5  # GGUF token type (llama.cpp's LLAMA_TOKEN_TYPE_UNUSED)
 
     d, heads, kv_heads, ff = args.hidden, args.heads, args.kv_heads, args.ff
     head_dim = args.head_dim or d // heads
@@ -102,8 +110,21 @@ def synthesize(args) -> int:
         sys.exit("--heads must be a multiple of --kv-heads")
     if args.arch == "qwen2" and head_dim * heads != d:
         sys.exit("qwen2 has no key_length key: --head-dim must be --hidden / --heads")
+    if args.arch == "llama" and head_dim * heads != d:
+        sys.exit("llama: --head-dim must be --hidden / --heads (no key_length key written)")
     vocab = make_vocab(args.merges)
-    n_vocab = len(vocab.tokens)
+    n_real = len(vocab.tokens)
+    if args.vocab and args.vocab < n_real:
+        sys.exit(f"--vocab {args.vocab} < the {n_real} tokens of the small BPE vocabulary")
+    # Padding as convert_hf_to_gguf.py writes a real Qwen2.5 / Llama 3 vocab whose
+    # embedding has more rows than the tokenizer has tokens: "[PAD<id>]" of type
+    # UNUSED.  Neither engine treats UNUSED as a special token (nothing to match in
+    # text, no per-token cost when tokenizing), so only the matrices grow.
+    tokens, types = list(vocab.tokens), list(vocab.types)
+    for i in range(n_real, args.vocab):
+        tokens.append(f"[PAD{i}]")
+        types.append(UNUSED)
+    n_vocab = len(tokens)
 
     tmp_out = args.out + ".tmp"
     w = gguf.GGUFWriter(tmp_out, arch=args.arch)
@@ -118,12 +139,19 @@ def synthesize(args) -> int:
     if args.arch == "qwen3":
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
+    if args.arch == "llama":
+        # llama.cpp reads n_rot from rope.dimension_count; llama's RoPE is the
+        # NORM (adjacent pairs) layout, chosen by the architecture in both engines.
+        w.add_rope_dimension_count(head_dim)
+        w.add_vocab_size(n_vocab)
     w.add_rope_freq_base(args.rope_theta)
-    w.add_layer_norm_rms_eps(1e-6)
+    w.add_layer_norm_rms_eps(1e-6 if args.arch != "llama" else 1e-5)
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("qwen2")
-    w.add_token_list(vocab.tokens)
-    w.add_token_types(vocab.types)
+    # Llama 3's pre-tokenizer for llama, so the llama files take that path in
+    # both tokenizers (llama-bpe: whole-word vocab hits before merges).
+    w.add_tokenizer_pre("llama-bpe" if args.arch == "llama" else "qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
     w.add_token_merges(vocab.merges)
     w.add_bos_token_id(vocab.endoftext)
     w.add_eos_token_id(vocab.im_end)
@@ -136,14 +164,22 @@ def synthesize(args) -> int:
         return (std * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
 
     counts: dict[str, int] = {}
+    # Two passes so that a 1B-parameter model never sits in memory whole: the
+    # first records each tensor's name, type and size (the GGUF header needs them
+    # all up front), the second makes and writes one tensor at a time.
+    makers = []
 
     def matrix(name, rows, cols, std, qtype=None):
         qtype = qtype if qtype is not None else TYPES[args.type]
-        w.add_tensor(name, encode(normal(name, (rows, cols), std), qtype), raw_dtype=qtype)
+        block, type_size = gguf.GGML_QUANT_SIZES[qtype]
+        w.add_tensor_info(name, (rows, cols), np.dtype(np.float32), rows * cols // block * type_size,
+                          raw_dtype=qtype)
+        makers.append(lambda: encode(normal(name, (rows, cols), std), qtype))
         counts[qtype.name] = counts.get(qtype.name, 0) + 1
 
     def vector(name, n, mean, std):
-        w.add_tensor(name, (mean + normal(name, (n,), std)).astype(np.float32), raw_dtype=QT.F32)
+        w.add_tensor_info(name, (n,), np.dtype(np.float32), 4 * n, raw_dtype=QT.F32)
+        makers.append(lambda: (mean + normal(name, (n,), std)).astype(np.float32))
         counts["F32"] = counts.get("F32", 0) + 1
 
     # logits = rms_norm(x) . row: std ~ logit_std when the rows have std logit_std / sqrt(d).
@@ -173,12 +209,14 @@ def synthesize(args) -> int:
 
     w.write_header_to_file()
     w.write_kv_data_to_file()
-    w.write_tensors_to_file()
+    w.write_ti_data_to_file()
+    for make in makers:
+        w.write_tensor_data(make())
     w.close()
     os.replace(tmp_out, args.out)
     print(f"wrote {args.out}: {os.path.getsize(args.out) / 1e6:.1f} MB, {args.arch}, {n_layers} "
-          f"layers, d={d} heads={heads}/{kv_heads} head_dim={head_dim} ff={ff} vocab={n_vocab}, "
-          f"tensor types {counts}")
+          f"layers, d={d} heads={heads}/{kv_heads} head_dim={head_dim} ff={ff} vocab={n_vocab} "
+          f"({n_real} BPE), tensor types {counts}")
     return 0
 
 
@@ -193,7 +231,8 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=0,
                     help="keep only the first N blocks (0 = all); with --arch: blocks (default 2)")
     syn = ap.add_argument_group("synthesized architectures (no --src)")
-    syn.add_argument("--arch", choices=["qwen2", "qwen3"], help="write this architecture from the shape flags")
+    syn.add_argument("--arch", choices=["llama", "qwen2", "qwen3"],
+                     help="write this architecture from the shape flags")
     syn.add_argument("--hidden", type=int, default=256)
     syn.add_argument("--heads", type=int, default=4)
     syn.add_argument("--kv-heads", type=int, default=2)
@@ -201,6 +240,9 @@ def main() -> int:
     syn.add_argument("--ff", type=int, default=512)
     syn.add_argument("--ctx", type=int, default=4096, help="context_length")
     syn.add_argument("--rope-theta", type=float, default=1e6)
+    syn.add_argument("--vocab", type=int, default=0,
+                     help="pad the vocabulary with unused [PAD<id>] tokens up to N rows "
+                          "(a real model's embedding shape, e.g. 128256, 151936)")
     syn.add_argument("--untied", action="store_true", help="write output.weight (default: tied)")
     syn.add_argument("--merges", type=int, default=400, help="BPE merges of the small vocab")
     syn.add_argument("--logit-std", type=float, default=4.0, help="std of the logits (peakedness)")
