@@ -87,10 +87,12 @@ std::unique_ptr<TokenTrie> TokenTrie::Build(const Tokenizer& tokenizer) {
     } else {
       for (int b = std::min(chars, kMaxPlainChars + 1); b <= kMaxPlainChars + 1; ++b)
         SetBit(t->plain_upto_[b], pieces[k].second);
+      if (chars > kMaxPlainChars) t->long_plain_.emplace_back(chars, pieces[k].second);
     }
     prev = s;
   }
   for (size_t d = path.size(); d-- > 0;) t->next_[path[d]] = t->byte_.size();
+  std::sort(t->long_plain_.begin(), t->long_plain_.end());
   // Children come after parents: fold all_plain upwards.
   for (size_t i = t->byte_.size(); i-- > 1;)
     if (!t->all_plain_[i]) t->all_plain_[parent[i]] = 0;
@@ -216,8 +218,18 @@ void TokenMasker::Compute(const GrammarMatcher& m, TokenBitmask* out) {
   out->assign(t.words_, 0);
   const int64_t budget = m.PlainStringBudget();
   if (budget >= 0) {
-    const auto& plain = t.plain_upto_[std::min<int64_t>(budget, TokenTrie::kMaxPlainChars + 1)];
+    // Every plain token within the budget: the precomputed mask up to
+    // kMaxPlainChars code points, then the few longer ones that fit (all of
+    // them only when none is longer than the budget).
+    constexpr int kMax = TokenTrie::kMaxPlainChars;
+    const bool all = t.long_plain_.empty() || budget >= t.long_plain_.back().first;
+    const auto& plain = t.plain_upto_[all ? kMax + 1 : std::min<int64_t>(budget, kMax)];
     for (size_t w = 0; w < t.words_; ++w) (*out)[w] |= plain[w];
+    if (!all && budget > kMax)
+      for (const auto& [chars, id] : t.long_plain_) {
+        if (chars > budget) break;
+        SetBit(*out, id);
+      }
   }
   visited_ = 0;
   if (m.PatternStrings(&pattern_tops_)) {

@@ -26,6 +26,7 @@
 #include <memory>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "grammar/matcher.h"
@@ -69,6 +70,10 @@ class TokenTrie {
   // plain_upto_[k]: plain tokens of at most k code points; the last entry
   // holds every plain token.
   std::vector<TokenBitmask> plain_upto_;
+  // Plain tokens longer than kMaxPlainChars code points, (code points, id)
+  // by length: a budget between kMaxPlainChars and the longest of them
+  // takes plain_upto_[kMaxPlainChars] plus those that fit.
+  std::vector<std::pair<int, int32_t>> long_plain_;
 };
 
 class TokenMasker {

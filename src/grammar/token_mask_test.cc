@@ -144,6 +144,23 @@ TEST(TokenMaskTest, LengthBoundedStringsUseCountedPlainMasks) {
   WalkAndCompare(*tok, *schema, "{\"s\":\"\xc3\xa9t\xc3\xa9\"}", 1000);
 }
 
+// A budget past the precomputed plain masks (24 code points) but short of
+// the vocabulary's longest plain tokens (SmolLM2 has runs of 64 '-' or '#'):
+// only the long tokens that fit are allowed (found by the schema_mask_fuzz
+// target: maxLength 40 allowed a 64-character token after 4 characters).
+TEST(TokenMaskTest, BudgetsBetweenThePlainMasksAndTheLongestTokens) {
+  const Tokenizer* tok = LoadTokenizer(SmolPath());
+  if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
+  for (int max_len : {25, 30, 40, 63, 64, 65, 100}) {
+    auto schema = CompileJsonSchemaText(
+        R"({"type":"object","properties":{"t":{"type":"string","maxLength":)" +
+        std::to_string(max_len) + R"(}},"required":["t"]})");
+    ASSERT_TRUE(schema.ok());
+    WalkAndCompare(*tok, *schema, R"({"t":"one two"})", 1000);
+    WalkAndCompare(*tok, *schema, R"({"t":""})", 1000);
+  }
+}
+
 TEST(TokenMaskTest, PatternStringsWalkTheirDfa) {
   const Tokenizer* tok = LoadTokenizer(SmolPath());
   if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
