@@ -76,6 +76,13 @@ struct OutputProcessor::Sequence {
     return child;
   }
 
+  // Speculation under a JSON-schema constraint: spec_walk starts as a copy
+  // of the grammar state, to walk a draft without moving the sequence's own.
+  void StartSpecWalk() {
+    if (!spec_walk) spec_walk = std::make_unique<GrammarMatcher>(&constraint->grammar());
+    spec_walk->CopyFrom(*matcher);
+  }
+
   SequenceOutput NewOutput() const {
     SequenceOutput out;
     out.request_id = request_id;

@@ -5,7 +5,6 @@
 // verified row gets the mask of the grammar state after the drafts before
 // it, so the accepted tokens are what constrained plain decoding draws.
 #include <algorithm>
-#include <memory>
 
 #include "engine/output_processor.h"
 #include "engine/output_processor_sequence.h"
@@ -28,10 +27,7 @@ void OutputProcessor::ProcessDrafted(const ScheduledChunk& c, std::span<float> r
   // advances only through what is emitted).
   const bool constrained = s.matcher || s.cfg_matcher;
   const size_t cfg_sets = s.cfg_matcher ? s.cfg_matcher->num_sets() : 0;
-  if (s.matcher) {
-    if (!s.spec_walk) s.spec_walk = std::make_unique<GrammarMatcher>(&s.constraint->grammar());
-    s.spec_walk->CopyFrom(*s.matcher);
-  }
+  if (s.matcher) s.StartSpecWalk();
   spec_history_ = scheduler.Find(c.id)->tokens;
   spec_probs_.resize((k + 1) * v);
   for (size_t i = 0; i <= k; ++i) {
@@ -55,7 +51,7 @@ void OutputProcessor::ProcessDrafted(const ScheduledChunk& c, std::span<float> r
       }
       if (tokenizer_.IsEog(d)) {
         k = i + 1;
-      } else if (s.spec_walk) {
+      } else if (s.matcher) {
         s.spec_walk->AdvanceBytes(tokenizer_.TokenToPiece(d));
       } else {
         s.cfg_matcher->AdvanceBytes(tokenizer_.TokenToPiece(d));
@@ -99,10 +95,7 @@ void OutputProcessor::TrimDraft(int64_t seq_id, std::vector<int32_t>* draft) {
   if (it == seqs_.end() || draft->empty()) return;
   Sequence& s = *it->second;
   if (!s.matcher && !s.cfg_matcher) return;
-  if (s.matcher) {
-    if (!s.spec_walk) s.spec_walk = std::make_unique<GrammarMatcher>(&s.constraint->grammar());
-    s.spec_walk->CopyFrom(*s.matcher);
-  }
+  if (s.matcher) s.StartSpecWalk();
   const size_t cfg_sets = s.cfg_matcher ? s.cfg_matcher->num_sets() : 0;
   size_t keep = 0;
   // The tokens the mask would allow (token_mask.h): an end token where the
@@ -111,13 +104,12 @@ void OutputProcessor::TrimDraft(int64_t seq_id, std::vector<int32_t>* draft) {
   for (; keep < draft->size(); ++keep) {
     const int32_t d = (*draft)[keep];
     if (tokenizer_.IsEog(d)) {
-      if (s.spec_walk ? s.spec_walk->CanEnd() : s.cfg_matcher->CanEnd()) ++keep;
+      if (s.matcher ? s.spec_walk->CanEnd() : s.cfg_matcher->CanEnd()) ++keep;
       break;
     }
     const std::string piece = tokenizer_.TokenToPiece(d, /*render_special=*/false);
     if (tokenizer_.IsControl(d) || piece.empty() || piece.size() > 255) break;
-    if (!(s.spec_walk ? s.spec_walk->AdvanceBytes(piece) : s.cfg_matcher->AdvanceBytes(piece)))
-      break;
+    if (!(s.matcher ? s.spec_walk->AdvanceBytes(piece) : s.cfg_matcher->AdvanceBytes(piece))) break;
   }
   if (s.cfg_matcher) s.cfg_matcher->Rollback(cfg_sets);
   draft->resize(keep);
