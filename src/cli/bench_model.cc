@@ -145,12 +145,14 @@ int RunBench(const BenchFlags& f) {
   // Warm-up: touches every weight page and sizes the scratch buffers.
   if (auto w = b.Run(1, std::min(f.pp, 64), 4, 512); !w.ok()) return fail(w.status());
 
-  std::vector<double> pp_tps, tg_tps;
+  std::vector<double> pp_tps, tg_tps, pp_attn;
   for (int r = 0; r < f.reps; ++r) {
     if (f.pp > 0) {
+      const double attn0 = (*model)->attention_seconds();
       auto res = b.Run(1, f.pp, 0, f.pp);
       if (!res.ok()) return fail(res.status());
       pp_tps.push_back(f.pp / res->first);
+      pp_attn.push_back(((*model)->attention_seconds() - attn0) / res->first);
     }
     if (f.tg > 0) {
       auto res = b.Run(1, f.depth, f.tg, 512);
@@ -158,12 +160,18 @@ int RunBench(const BenchFlags& f) {
       tg_tps.push_back(f.tg / res->second);
     }
   }
-  out["pp"] = {{"n_prompt", f.pp}, {"tokens_per_s", Median(pp_tps)}, {"runs", pp_tps}};
+  // attention_share: the part of the pp time spent in attention proper
+  // (LlamaModel::attention_seconds), median over the repetitions.
+  out["pp"] = {{"n_prompt", f.pp},
+               {"tokens_per_s", Median(pp_tps)},
+               {"runs", pp_tps},
+               {"attention_share", Median(pp_attn)}};
   out["tg"] = {
       {"n_gen", f.tg}, {"depth", f.depth}, {"tokens_per_s", Median(tg_tps)}, {"runs", tg_tps}};
   std::printf("model=%s threads=%d kernels=%s\n", f.model.c_str(), f.threads,
               ActiveKernelVariant());
-  std::printf("pp%-4d %10.1f tokens/s\n", f.pp, Median(pp_tps));
+  std::printf("pp%-4d %10.1f tokens/s (attention %.0f%% of the time)\n", f.pp, Median(pp_tps),
+              100 * Median(pp_attn));
   std::printf("tg%-4d %10.1f tokens/s%s\n", f.tg, Median(tg_tps),
               f.depth ? fmt::format(" (after {} context tokens)", f.depth).c_str() : "");
   nlohmann::json par = nlohmann::json::array();

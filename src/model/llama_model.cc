@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -409,7 +410,11 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
         kv.StoreToken(l, batch.seqs[s.tok_seq[t]].block_table.data(), s.pos[t], &s.k[t * kv_dim],
                       &s.v[t * kv_dim]);
     });
+    const auto attn_start = std::chrono::steady_clock::now();
     Attention(l, batch, s.pos, kv, pool);
+    attention_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - attn_start)
+                         .count();
     MatMul(L.wo, s.attn.data(), q_dim, n, s.tmp.data(), d, pool, s.mm);
     if (cfg_.post_norms)
       per_token([&](int64_t b, int64_t e) {

@@ -118,6 +118,11 @@ class LlamaModel {
   // Not thread-safe: one engine thread calls it (scratch buffers are reused).
   Status Forward(const Batch& batch, KvCache& kv, ThreadPool& pool, std::vector<float>* logits);
 
+  // Wall-clock seconds Forward has spent in attention (scores, softmax,
+  // weighted V sum; not the Q/K/V/O projections) since load: bench-model's
+  // attention share of prefill. Read on the thread that calls Forward.
+  double attention_seconds() const { return attention_ns_ * 1e-9; }
+
  private:
   struct Layer {
     const float* attn_norm = nullptr;
@@ -149,6 +154,7 @@ class LlamaModel {
   std::vector<Layer> layers_;
   std::vector<float> inv_freq_, inv_freq_local_;
   int64_t weight_bytes_ = 0;
+  int64_t attention_ns_ = 0;
   std::unique_ptr<Scratch> scratch_;
   std::vector<std::unique_ptr<uint8_t[]>> converted_weights_;  // dequantize_to_f32 / precision
 };
