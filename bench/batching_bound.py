@@ -17,7 +17,7 @@ could reach with this engine on this CPU. It also prints the ratio for a
 the memory-bound regime of a GPU or of a model whose weights stream from
 DRAM), which is where continuous batching's large multiples come from.
 
-  python3 bench/batching_bound.py RUN.json [RUN.json ...] [--threads 2]
+  python3 bench/batching_bound.py RUN.json [RUN.json ...] [--threads 2] [--model M.gguf]
   (RUN.json: a `brisk bench --json` result; its per-request records are used)
 """
 import argparse
@@ -33,13 +33,13 @@ BRISK = os.environ.get("BRISK_BIN", str(REPO / "build" / "brisk"))
 LEVELS = [1, 2, 4, 8, 16, 32]
 
 
-def measure_curve(threads, npp=128, ntg=64):
+def measure_curve(threads, npp=128, ntg=64, model=None):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bm.json")
         subprocess.run([BRISK, "bench-model", "-t", str(threads), "-p", "512", "-n", "0", "-r", "1",
                         "--parallel", ",".join(map(str, LEVELS)), "--npp", str(npp), "--ntg",
-                        str(ntg), "--json", out], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+                        str(ntg), "--json", out] + (["-m", model] if model else []), check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         d = json.load(open(out))
     tg = {b["parallel"]: b["tg_tokens_per_s"] for b in d["batched"]}
     return {"pp": d["pp"]["tokens_per_s"], "tg": tg}
@@ -97,8 +97,9 @@ def main():
     ap.add_argument("runs", nargs="+", help="brisk bench --json results")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--slots", type=int, default=32)
+    ap.add_argument("--model", help="GGUF the runs served (default: the embedded model)")
     args = ap.parse_args()
-    curve = measure_curve(args.threads)
+    curve = measure_curve(args.threads, model=args.model)
     print("engine: prefill %.0f tok/s; decode tok/s at B=%s: %s" % (
         curve["pp"], ",".join(map(str, LEVELS)),
         ", ".join("%.0f" % curve["tg"][l] for l in LEVELS)))

@@ -4,6 +4,9 @@
 configurations one after the other in the same run.
 
   python3 bench/serve_scenarios.py scheduler   # continuous vs static batching, mixed workload
+  python3 bench/serve_scenarios.py scheduler --workload decode-heavy \
+      --model ~/.cache/brisk/dram-shapes/llama-1b.Q4_K_M.gguf --kv-cache 2GiB
+                                               # the same on a model whose weights stream from DRAM
   python3 bench/serve_scenarios.py prefix      # prefix cache: hit vs miss TTFT, shared/unshared workloads
   python3 bench/serve_scenarios.py load        # 256 concurrent streaming clients
   python3 bench/serve_scenarios.py all
@@ -91,31 +94,93 @@ HEADER = ("| run | done | errors | 429 | req/s | output tok/s | total tok/s | TT
           "TPOT ms p50/p95/p99 |")
 
 
-def scheduler(threads):
+def text_pads_copy(model):
+    """A copy of a random-weight shape (bench/dram_shapes.sh) whose padding
+    tokens are NORMAL instead of UNUSED. The pads ("[PAD<id>]", ~99% of a 128k
+    vocabulary) render as empty text, so a random model's stream would carry
+    almost no content for `brisk bench` to time; as NORMAL tokens each streams
+    its name. Same tensors, same bytes per token: only the token-type array in
+    the header differs. Made once, next to the original."""
+    import shutil
+    import gguf
+    src = pathlib.Path(model).expanduser()
+    dst = src.with_name(src.stem + ".text-pads.gguf")
+    if dst.exists():
+        return str(dst)
+    tmp = dst.with_suffix(".tmp")
+    shutil.copyfile(src, tmp)
+    r = gguf.GGUFReader(str(tmp), "r+")
+    f = r.fields["tokenizer.ggml.token_type"]
+    names = r.fields["tokenizer.ggml.tokens"]
+    changed = 0
+    for i, idx in enumerate(f.data):
+        if int(f.parts[idx][0]) == gguf.TokenType.UNUSED and \
+                bytes(names.parts[names.data[i]]).startswith(b"[PAD"):
+            f.parts[idx][0] = gguf.TokenType.NORMAL
+            changed += 1
+    r.data.flush()
+    del r
+    if changed == 0:  # a real model: serve it as it is
+        tmp.unlink()
+        return str(src)
+    os.replace(tmp, dst)
+    print(f"{dst}: {changed} padding tokens made NORMAL", file=sys.stderr)
+    return str(dst)
+
+
+def scheduler(threads, model=None, workload="mixed", kv_cache=None):
     d = OUT / "scheduler"
     d.mkdir(parents=True, exist_ok=True)
-    # Mixed, long-tailed: prompts 16..1024 and outputs 8..512 (lognormal), 96
-    # requests, 32 concurrent users; two tails for the outputs.
-    common = ["--workload", "random", "--length-dist", "lognormal",
-              "--input-len", "160", "--input-spread", "0.8", "--input-min", "16",
-              "--input-max", "1024", "--output-min", "8", "--output-max", "512", "--ignore-eos",
-              "--num-requests", "96", "--warmup", "0", "--concurrency", "32", "--seed", "1"]
-    workloads = {
-        "outputs median 64, sigma 1.0": ["--output-len", "64", "--output-spread", "1.0"],
-        "outputs median 24, sigma 1.5": ["--output-len", "24", "--output-spread", "1.5"],
-    }
+    if model:
+        model = text_pads_copy(model)
+    if workload == "mixed":
+        # Mixed, long-tailed: prompts 16..1024 and outputs 8..512 (lognormal), 96
+        # requests, 32 concurrent users; two tails for the outputs.
+        desc = "prompts lognormal median 160 (sigma 0.8) in 16..1024"
+        common = ["--workload", "random", "--length-dist", "lognormal",
+                  "--input-len", "160", "--input-spread", "0.8", "--input-min", "16",
+                  "--input-max", "1024", "--output-min", "8", "--output-max", "512",
+                  "--ignore-eos", "--num-requests", "96", "--warmup", "0", "--concurrency", "32",
+                  "--seed", "1"]
+        workloads = {
+            "outputs median 64, sigma 1.0": ["--output-len", "64", "--output-spread", "1.0"],
+            "outputs median 24, sigma 1.5": ["--output-len", "24", "--output-spread", "1.5"],
+        }
+        curve_shape = {}
+    else:
+        # Decode-heavy (issue 12): short prompts, long outputs, 64 requests, 16
+        # concurrent users (four requests per slot; on the 1B shape a run takes
+        # about four minutes per policy).
+        desc = "prompts lognormal median 100 (sigma 0.3) in 64..160"
+        common = ["--workload", "random", "--length-dist", "lognormal",
+                  "--input-len", "100", "--input-spread", "0.3", "--input-min", "64",
+                  "--input-max", "160", "--output-min", "256", "--output-max", "1024",
+                  "--ignore-eos", "--num-requests", "64", "--warmup", "0", "--concurrency", "16",
+                  "--seed", "7"]
+        workloads = {
+            "outputs median 400, sigma 0.5": ["--output-len", "400", "--output-spread", "0.5"],
+        }
+        # The bound's step costs at this workload's context lengths.
+        curve_shape = {"npp": 100, "ntg": 128}
+    server_extra = (["--model", model] if model else []) + \
+        (["--kv-cache", kv_cache] if kv_cache else [])
+    model_tag = pathlib.Path(model).stem + "-" if model else ""
+    slots = int(common[common.index("--concurrency") + 1])
     lines = []
     curve = None
     for wname, wargs in workloads.items():
-        lines += [f"\nWorkload: prompts lognormal median 160 (sigma 0.8) in 16..1024, {wname} "
-                  "in 8..512; 96 requests, 32 concurrent users (closed loop).\n",
+        lines += [f"\nWorkload: {desc}, {wname} in "
+                  f"{common[common.index('--output-min') + 1]}.."
+                  f"{common[common.index('--output-max') + 1]}; "
+                  f"{common[common.index('--num-requests') + 1]} requests, {slots} concurrent users "
+                  f"(closed loop){'; model ' + model if model else ''}.\n",
                   HEADER + " KV waste |", "|" + "---|" * 10]
         results = {}
         for label, extra in [("continuous", []), ("static", ["--static-batching"])]:
-            s = Server(["--threads", str(threads), "--max-concurrent", "32",
-                        "--no-prefix-cache"] + extra, label)
+            s = Server(["--threads", str(threads), "--max-concurrent", str(slots),
+                        "--no-prefix-cache"] + server_extra + extra, label)
             try:
-                tag = f"{label}-{wargs[1]}-{wargs[3]}"
+                tag = f"{model_tag}{label}-{wargs[1]}-{wargs[3]}"
                 r = bench(s, d / f"{tag}.json", common + wargs, label)
                 waste = s.metric("brisk:kv_cache_waste_ratio")
             finally:
@@ -131,8 +196,8 @@ def scheduler(threads):
                 sorted(results["continuous"]["requests"], key=lambda r: r["index"])
                 if r["status"] == "ok"]
         if curve is None:
-            curve = batching_bound.measure_curve(threads)
-        b = batching_bound.bound(reqs, 32, curve)
+            curve = batching_bound.measure_curve(threads, model=model, **curve_shape)
+        b = batching_bound.bound(reqs, slots, curve)
         lines.append(f"\nCost-model bound for these requests (`bench/batching_bound.py`): "
                      f"{b['measured']['ratio']:.2f}x on this engine's measured step costs, "
                      f"{b['flat']['ratio']:.2f}x if a decode step cost the same at any batch size.")
@@ -226,12 +291,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario", choices=["scheduler", "prefix", "load", "all"])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--model", help="scheduler: GGUF to serve (default: the embedded model)")
+    ap.add_argument("--workload", choices=["mixed", "decode-heavy"], default="mixed",
+                    help="scheduler: the request mix")
+    ap.add_argument("--kv-cache", help="scheduler: brisk serve --kv-cache")
     a = ap.parse_args()
     todo = ["scheduler", "prefix", "load"] if a.scenario == "all" else [a.scenario]
     for t in todo:
-        md = globals()[t](a.threads)
-        print(f"\n### {t} ({a.threads} threads)\n\n{md}\n")
-        (OUT / f"{t}.md").write_text(md + "\n")
+        if t == "scheduler":
+            md = scheduler(a.threads, a.model, a.workload, a.kv_cache)
+            name = "scheduler" if a.workload == "mixed" and not a.model else \
+                f"scheduler-{a.workload}-{pathlib.Path(a.model or 'default').stem}"
+        else:
+            md, name = globals()[t](a.threads), t
+        print(f"\n### {name} ({a.threads} threads)\n\n{md}\n")
+        (OUT / f"{name}.md").write_text(md + "\n")
 
 
 if __name__ == "__main__":
