@@ -10,7 +10,8 @@ Brisk's attention share of the prefill time (LlamaModel::attention_seconds:
 scores, softmax and the weighted V sum; not the projections) with the
 arithmetic rate that implies (attention FLOPs computed from the model's shape:
 4 x heads x head_dim per visible key per query, a local layer's queries seeing
-at most its sliding window).
+at most its sliding window) as a fraction of the machine's FP32 FMA peak
+(bench/fma_peak.c, measured in the same run at the same thread count).
 
   python3 bench/long_context.py [--model models/gemma-3-270m-q4_k_m.gguf]
       [--lengths 512,2048,8192,16384] [--reps 2] [--threads 2]
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -46,6 +48,19 @@ def run_rss(cmd):
         if status != 0:
             raise RuntimeError(f"{cmd[0]} failed: {err.read()[-2000:]}")
         return out.read(), ru.ru_maxrss / 1024
+
+
+def fma_peak(threads):
+    """GFLOP/s of register-only FP32 FMAs (bench/fma_peak.c, built natively)."""
+    cache = os.path.join(os.environ.get("BRISK_CACHE", os.path.expanduser("~/.cache/brisk")),
+                         "fma_peak")
+    os.makedirs(cache, exist_ok=True)
+    exe, src = os.path.join(cache, "fma_peak"), os.path.join(REPO, "bench", "fma_peak.c")
+    if not os.path.exists(exe) or os.path.getmtime(src) > os.path.getmtime(exe):
+        subprocess.run([os.environ.get("CC", "cc"), "-O3", "-march=native", "-fopenmp", "-o", exe,
+                        src], check=True)
+    out = subprocess.run([exe, str(threads)], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["gflops"]
 
 
 def model_shape(path):
@@ -104,6 +119,7 @@ def main():
     a = ap.parse_args()
     bindir = llama_bin()
     shape = model_shape(os.path.join(REPO, a.model))
+    peak = fma_peak(a.threads)
     rows = []
     for p in map(int, a.lengths.split(",")):
         runs = {"llama": [], "brisk": [], "share": [], "llama_rss": [], "brisk_rss": []}
@@ -121,17 +137,21 @@ def main():
         rows.append({"n_prompt": p, "runs": runs, "median": med, "ratio": med["brisk"] / med["llama"],
                      "attention_gflop": flops / 1e9,
                      "attention_gflops_per_s": flops / attn_s / 1e9 if attn_s > 0 else None})
-    res = {"model": a.model, "shape": shape, "threads": a.threads, "reps": a.reps, "rows": rows}
+    peak_after = fma_peak(a.threads)
+    res = {"model": a.model, "shape": shape, "threads": a.threads, "reps": a.reps,
+           "fma_peak_gflops": [peak, peak_after], "rows": rows}
     with open(os.path.join(REPO, a.out), "w") as f:
         json.dump(res, f, indent=2)
-    print(f"\n{a.model}, {a.threads} threads, median of {a.reps} alternating runs\n")
+    print(f"\n{a.model}, {a.threads} threads, median of {a.reps} alternating runs; FP32 FMA peak "
+          f"{peak:.0f} / {peak_after:.0f} GFLOP/s (before / after)\n")
     print("| prompt tokens | llama.cpp (FA on) t/s | Brisk t/s | ratio | Brisk attention share | "
-          "attention GFLOP/s | Brisk peak RSS | llama.cpp peak RSS |")
+          "attention GFLOP/s (of peak) | Brisk peak RSS | llama.cpp peak RSS |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         m = r["median"]
         print(f"| {r['n_prompt']} | {m['llama']:.1f} | {m['brisk']:.1f} | **{r['ratio']:.2f}x** | "
-              f"{100 * m['share']:.0f}% | {r['attention_gflops_per_s']:.0f} | "
+              f"{100 * m['share']:.0f}% | {r['attention_gflops_per_s']:.0f} "
+              f"({100 * r['attention_gflops_per_s'] / max(peak, peak_after):.0f}%) | "
               f"{m['brisk_rss']:.0f} MB | {m['llama_rss']:.0f} MB |")
 
 
