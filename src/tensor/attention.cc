@@ -20,7 +20,8 @@ const AttentionFn kVariants[kNumKernelIsas] = {AttentionScalar, AttentionAvx2, A
 
 int64_t AttentionScratchFloats(int64_t n_ctx, int head_dim, int block_size) {
   const int64_t n_blocks = (n_ctx + block_size - 1) / block_size;
-  return 2 * n_blocks * head_dim * block_size + 64;
+  const int64_t f32_copy = 2 * n_blocks * head_dim * block_size;
+  return (f32_copy > 16 * kAttentionTile ? f32_copy : 16 * kAttentionTile) + 64;
 }
 
 void AttentionCausal(const AttentionChunk& a, float* scratch) {

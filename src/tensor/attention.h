@@ -1,13 +1,15 @@
 // Causal attention of a chunk of query tokens of one sequence against its
 // paged K/V history, for one KV head and the query heads that share it
-// (GQA). Query rows, two at a time, read K/V in their stored precision (F16
-// by default; see KvType) straight from the cache blocks (every value loaded
-// serves both rows and all heads of the group) in three passes: scores for
-// all visible positions (K blocks are stored transposed, [head dims][block
-// size], so 16 scores are one vector FMA per head dimension), softmax, then
-// the weighted sum of V rows. A row's arithmetic depends only on that row, so
-// a sequence's outputs are bitwise the same however its tokens are chunked or
-// batched. Compiled per CPU target like the matmul kernels.
+// (GQA). Query rows, up to four at a time, read K/V in their stored
+// precision (F16 by default; see KvType) straight from the cache blocks
+// (every value loaded serves all those rows and all heads of the group), in
+// tiles of kAttentionTile positions: the tile's scores (K blocks are stored
+// transposed, [head dims][block size], so 16 scores are one vector FMA per
+// head dimension), an online softmax (running max and sum), then the
+// tile's weighted sum of V rows, with the accumulators in registers. A row's
+// arithmetic depends only on that row, so a sequence's outputs are bitwise
+// the same however its tokens are chunked or batched. Compiled per CPU
+// target like the matmul kernels.
 #pragma once
 
 #include <cstdint>
@@ -77,8 +79,12 @@ struct AttentionChunk {
   const int32_t* block_table = nullptr;
 };
 
-// Floats of scratch one call needs: scores of up to 8 heads over n_ctx
-// positions, or (head dims not a multiple of 16) an f32 copy of K/V.
+// Positions per tile of the row kernel (scores of a tile are kept for up to
+// 16 query rows: rows x heads of the group).
+inline constexpr int64_t kAttentionTile = 256;
+
+// Floats of scratch one call needs: a tile's scores for up to 16 query rows,
+// or (head dims not a multiple of 16) an f32 copy of K/V.
 int64_t AttentionScratchFloats(int64_t n_ctx, int head_dim, int block_size);
 
 // `scratch` holds AttentionScratchFloats(first_pos + n_tokens, head_dim,
