@@ -52,6 +52,14 @@ Expected<std::shared_ptr<const CompiledConstraint>> CompileConstraint(const Cons
     auto compiled = CompileJsonSchemaText(spec.schema);
     if (!compiled.ok()) return compiled.status();
     c->compiled = std::move(compiled).value();
+    if (!spec.separator.empty()) {
+      JsonGrammar& g = c->compiled.grammar;
+      ArraySpec seq;
+      seq.items = g.root;
+      seq.min_items = 1;
+      seq.separator = spec.separator;
+      g.root = g.AddArray(std::move(seq));
+    }
   } else {
     auto cfg = spec.kind == Kind::kRegex     ? CompileRegex(spec.schema)
                : spec.kind == Kind::kGrammar ? CompileGbnf(spec.schema)
@@ -65,10 +73,14 @@ Expected<std::shared_ptr<const CompiledConstraint>> CompileConstraint(const Cons
 
 Expected<std::shared_ptr<const CompiledConstraint>> ConstraintCache::Get(const ConstraintSpec& spec,
                                                                          bool* hit) {
-  // The key is the content itself (kind byte + schema text): no hash
+  // The key is the content itself (kind byte + schema text [+ NUL + separator]): no hash
   // collision can hand out the wrong grammar; the map hashes it.
   std::string key(1, static_cast<char>(spec.kind));
   key += spec.schema;
+  if (!spec.separator.empty()) {  // schema text is JSON: a NUL cannot occur in it
+    key += '\0';
+    key += spec.separator;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = index_.find(key); it != index_.end()) {

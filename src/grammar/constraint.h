@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "grammar/cfg.h"
@@ -23,11 +24,19 @@ struct ConstraintSpec {
   // kGrammar: a context-free grammar (cfg.h) from a regex (full match), a
   // list of strings, or GBNF text.
   enum class Kind : uint8_t { kJsonObject, kJsonSchema, kRegex, kChoice, kGrammar };
+  ConstraintSpec() = default;
+  ConstraintSpec(Kind kind, std::string schema, std::string separator = "")
+      : kind(kind), schema(std::move(schema)), separator(std::move(separator)) {}
+
   Kind kind = Kind::kJsonObject;
   // kJsonSchema: the schema's JSON text (key order kept); kRegex: the
   // pattern; kChoice: the choices as a JSON array of strings; kGrammar: the
   // GBNF text.
   std::string schema;
+  // kJsonSchema only. Non-empty: the text is one or more values of the
+  // schema separated by these bytes, without brackets (several tool calls
+  // under tool_choice "auto" with a call marker: server/openai_tools.h).
+  std::string separator;
 };
 
 // "json_object", "json_schema", "regex", "choice", "grammar".

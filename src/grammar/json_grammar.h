@@ -95,6 +95,11 @@ struct ArraySpec {
   uint32_t items = kNoNode;      // items after the prefix; kNoNode = none allowed
   uint32_t min_items = 0;
   uint32_t max_items = kUnbounded;
+  // Non-empty: a bare sequence, used only as the root: no brackets, the
+  // items separated by these bytes (which must not be able to start an
+  // item), the text ending where an item ends (min_items >= 1). Several
+  // tool calls under tool_choice "auto" (server/openai_tools.h).
+  std::string separator;
 };
 
 struct GrammarNode {

@@ -90,7 +90,14 @@ bool GrammarMatcher::CanStartWith(uint32_t node, uint8_t byte, int depth) const 
     }
     case NodeKind::kLiterals: return g_->literals[n.index].Child(0, byte) != ByteTrie::kNone;
     case NodeKind::kObject: return byte == '{';
-    case NodeKind::kArray: return byte == '[';
+    case NodeKind::kArray: {
+      const ArraySpec& a = g_->arrays[n.index];
+      if (a.separator.empty()) return byte == '[';
+      // A bare sequence starts with its first item.
+      const uint32_t first = a.prefix.empty() ? a.items : a.prefix[0];
+      return first != kNoNode && a.max_items > 0 && depth <= 32 &&
+             CanStartWith(first, byte, depth + 1);
+    }
     case NodeKind::kUnion:
       if (depth > 32) return true;  // a long alias chain: let the branches decide
       for (uint32_t alt : n.alts)
@@ -177,6 +184,10 @@ void GrammarMatcher::Step(std::vector<MatchFrame>& st, uint8_t byte) {
 
 bool GrammarMatcher::CanFinish(const MatchFrame& f) const {
   const GrammarNode& n = g_->nodes[f.node];
+  if (n.kind == NodeKind::kArray) {  // a bare sequence ends after an item
+    const ArraySpec& a = g_->arrays[n.index];
+    return !a.separator.empty() && f.phase == phase::kArrAfter && f.a >= a.min_items;
+  }
   if (n.kind == NodeKind::kLiterals) {
     return f.phase != phase::kStart && g_->literals[n.index].Terminal(f.a) >= 0;
   }

@@ -35,6 +35,7 @@ inline constexpr uint8_t kArrFirst = 1;      // after '['
 inline constexpr uint8_t kArrValue = 2;      // the item's frame is above
 inline constexpr uint8_t kArrAfter = 3;      // after an item: ',' or ']'
 inline constexpr uint8_t kArrItemStart = 4;  // after ','
+inline constexpr uint8_t kArrSep = 5;        // inside a bare sequence's separator (at b)
 
 // MatchFrame::c of an object frame matching an extra (additionalProperties) key.
 inline constexpr uint32_t kAdditionalKey = 0xFFFFFFFFu;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/constraint.h"
 #include "grammar/schema_compiler.h"
 
 namespace brisk {
@@ -238,6 +239,40 @@ TEST(SchemaCompilerTest, RejectsNonSchemas) {
   auto c = CompileJsonSchemaText(R"({"$ref":"#"})");
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE(Accepts(*c, "1"));
+}
+
+// ConstraintSpec::separator: one or more values, the separator between
+// them, no brackets (several tool calls under tool_choice "auto").
+TEST(MatcherTest, BareSequenceWithSeparator) {
+  auto c = CompileConstraint({ConstraintSpec::Kind::kJsonSchema,
+                              R"({"type":"object","properties":{"n":{"type":"integer"}},
+                                  "required":["n"],"additionalProperties":false})",
+                              "\n--\n"});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const CompiledSchema& s = (*c)->compiled;
+  for (const char* ok :
+       {R"({"n":1})", "{\"n\":1}\n--\n{\"n\":22}", "{\"n\":1}\n--\n{\"n\":2}\n--\n{\"n\":3}"})
+    EXPECT_TRUE(Accepts(s, ok)) << ok;
+  for (const char* bad :
+       {"", R"([{"n":1}])", R"({"n":1},{"n":2})", "{\"n\":1}\n--\n", "{\"n\":1}\n-",
+        "{\"n\":1}\n--\n\n{\"n\":2}", "{\"n\":1}\n--\n[", "\n--\n{\"n\":1}", R"({"n":1} )"})
+    EXPECT_FALSE(Accepts(s, bad)) << bad;
+  // After a value: the end, or the separator (never Finished).
+  GrammarMatcher m(&s.grammar);
+  ASSERT_TRUE(m.AdvanceBytes(R"({"n":1})"));
+  EXPECT_TRUE(m.CanEnd());
+  EXPECT_FALSE(m.Finished());
+  ASSERT_TRUE(m.AdvanceBytes("\n-"));
+  EXPECT_FALSE(m.CanEnd());
+  EXPECT_FALSE(m.Advance('{'));
+  // Same schema, other separator: another cache entry.
+  ConstraintCache cache;
+  bool hit = true;
+  ASSERT_TRUE(cache.Get({ConstraintSpec::Kind::kJsonSchema, "{}", ";"}, &hit).ok());
+  ASSERT_TRUE(cache.Get({ConstraintSpec::Kind::kJsonSchema, "{}", ""}, &hit).ok());
+  EXPECT_FALSE(hit);
+  ASSERT_TRUE(cache.Get({ConstraintSpec::Kind::kJsonSchema, "{}", ";"}, &hit).ok());
+  EXPECT_TRUE(hit);
 }
 
 }  // namespace

@@ -321,11 +321,17 @@ GrammarMatcher::StepResult GrammarMatcher::StepArray(MatchFrame& f, const ArrayS
     if (i >= s.max_items) return kNoNode;
     return i < s.prefix.size() ? s.prefix[i] : s.items;
   };
+  const std::string& sep = s.separator;  // non-empty: a bare sequence
   switch (f.phase) {
     case phase::kStart:
+      f.a = 0;
+      if (!sep.empty()) {  // no '[': this byte starts the first item
+        if (item_at(0) == kNoNode) return {Outcome::kReject};
+        f.phase = phase::kArrValue;
+        return {Outcome::kPush, item_at(0)};
+      }
       if (byte != '[') return {Outcome::kReject};
       f.phase = phase::kArrFirst;
-      f.a = 0;
       return {Outcome::kContinue};
     case phase::kArrFirst:
       if (byte == ']') return {s.min_items == 0 ? Outcome::kDone : Outcome::kReject};
@@ -333,12 +339,23 @@ GrammarMatcher::StepResult GrammarMatcher::StepArray(MatchFrame& f, const ArrayS
       f.phase = phase::kArrValue;
       return {Outcome::kPush, item_at(0)};
     case phase::kArrAfter:
+      if (!sep.empty()) {
+        if (byte != static_cast<uint8_t>(sep[0]) || item_at(f.a) == kNoNode)
+          return {Outcome::kReject};
+        f.b = 1;
+        f.phase = sep.size() == 1 ? phase::kArrItemStart : phase::kArrSep;
+        return {Outcome::kContinue};
+      }
       if (byte == ']') return {f.a >= s.min_items ? Outcome::kDone : Outcome::kReject};
       if (byte == ',' && item_at(f.a) != kNoNode) {
         f.phase = phase::kArrItemStart;
         return {Outcome::kContinue};
       }
       return {Outcome::kReject};
+    case phase::kArrSep:
+      if (f.b >= sep.size() || byte != static_cast<uint8_t>(sep[f.b])) return {Outcome::kReject};
+      if (++f.b == sep.size()) f.phase = phase::kArrItemStart;
+      return {Outcome::kContinue};
     case phase::kArrItemStart: f.phase = phase::kArrValue; return {Outcome::kPush, item_at(f.a)};
     default: return {Outcome::kReject};
   }

@@ -103,6 +103,46 @@ TEST(TokenMaskTest, MatchesReferenceOnGemma3) {
   WalkAndCompare(*tok, *schema, kPersonInstance, 25);
 }
 
+// A bare sequence (ConstraintSpec::separator: several tool calls under
+// tool_choice "auto"): the separator's bytes outside any value, tokens that
+// span the end of a call and the separator, and the end allowed after each
+// call only.
+TEST(TokenMaskTest, BareSequenceOfCalls) {
+  const Tokenizer* tok = LoadTokenizer(SmolPath());
+  if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
+  auto schema = CompileJsonSchemaText(R"({"type":"object","properties":{
+      "name":{"const":"get_weather"},"arguments":{"type":"object","properties":{
+      "city":{"type":"string"}},"required":["city"]}},"required":["name","arguments"]})");
+  ASSERT_TRUE(schema.ok());
+  ArraySpec seq;
+  seq.items = schema->grammar.root;
+  seq.min_items = 1;
+  seq.separator = "\n</tool_call>\n<tool_call>\n";
+  schema->grammar.root = schema->grammar.AddArray(std::move(seq));
+  const std::string call = R"({"name":"get_weather","arguments":{"city":"Paris"}})";
+  const std::string text = call + "\n</tool_call>\n<tool_call>\n" + call;
+  auto trie = TokenTrie::Build(*tok);
+  TokenMasker masker(trie.get());
+  GrammarMatcher m(&schema->grammar);
+  const std::vector<int32_t> ids = tok->Encode(text, false, false);
+  ASSERT_EQ(tok->Decode(ids, true), text);
+  TokenBitmask mask, ref;
+  int ends = 0;
+  for (size_t i = 0; i <= ids.size(); ++i) {
+    masker.Compute(m, &mask);
+    TokenMasker::ComputeReference(*tok, m, &ref);
+    ASSERT_EQ(mask, ref) << "state after " << i << " tokens";
+    ASSERT_EQ(MaskHas(mask, *tok->eos_id()), m.CanEnd()) << i;
+    ends += m.CanEnd();
+    if (i == ids.size()) break;
+    EXPECT_TRUE(MaskHas(mask, ids[i])) << "token " << i << " '" << tok->TokenToPiece(ids[i]) << "'";
+    ASSERT_TRUE(m.AdvanceBytes(tok->TokenToPiece(ids[i]))) << "token " << i;
+  }
+  EXPECT_EQ(ends, 2);  // after each call
+  EXPECT_TRUE(m.CanEnd());
+  EXPECT_FALSE(m.Finished());  // another separator may follow
+}
+
 TEST(TokenMaskTest, JsonObjectModeAndEndTokens) {
   const Tokenizer* tok = LoadTokenizer(SmolPath());
   if (!tok) BRISK_SKIP_OR_FAIL_MISSING(SmolPath());
