@@ -26,23 +26,27 @@ LazyTriggerMatcher::Result LazyTriggerMatcher::Push(std::string_view piece) {
   }
   held_.append(piece);
   const std::string_view t = trigger_.text;
-  const auto fire = [&](size_t pos, size_t content_end) {
+  // `fired`: the trigger text that matched (text or alt_text).
+  const auto fire = [&](size_t pos, size_t content_end, std::string_view fired) {
     r.content = held_.substr(0, content_end);
     r.triggered = triggered_ = true;
-    if (trigger_.in_grammar) r.constrained = trigger_.text;
-    r.constrained += held_.substr(pos + t.size());
+    if (trigger_.in_grammar) r.constrained = fired;
+    r.constrained += held_.substr(pos + fired.size());
     held_.clear();
   };
 
   if (trigger_.at_start) {
     // Leading whitespace is held (and dropped on a trigger); the first other
-    // bytes either grow into the trigger or end the watch for good.
+    // bytes either grow into a trigger or end the watch for good.
     const size_t ws =
         static_cast<size_t>(std::find_if_not(held_.begin(), held_.end(), IsSpace) - held_.begin());
     const std::string_view rest = std::string_view(held_).substr(ws);
+    const std::string_view alt = trigger_.alt_text;
     if (rest.starts_with(t)) {
-      fire(ws, 0);
-    } else if (!t.starts_with(rest)) {
+      fire(ws, 0, t);
+    } else if (!alt.empty() && rest.starts_with(alt)) {
+      fire(ws, 0, alt);
+    } else if (!t.starts_with(rest) && (alt.empty() || !alt.starts_with(rest))) {
       passed_start_ = true;
       r.content.swap(held_);
     }
@@ -52,7 +56,7 @@ LazyTriggerMatcher::Result LazyTriggerMatcher::Push(std::string_view piece) {
   // The held text holds no whole trigger (or it would have fired), so a
   // match found here ends inside the new piece.
   if (const size_t pos = held_.find(t); pos != std::string::npos) {
-    fire(pos, pos);
+    fire(pos, pos, t);
     return r;
   }
   // Hold back the longest tail that is a proper prefix of the trigger.

@@ -3,7 +3,8 @@
 // constraint (grammar/constraint.h) holds for the rest of the output. Used by
 // tool_choice "auto" (server/openai_tools.h): the model may answer in text,
 // or start a tool call by its template's marker ("<tool_call>") or, for
-// templates without one, by a JSON object "{\"name\"" at the very start.
+// templates without one, by a JSON object "{\"name\"" (or an array of them,
+// "[{\"name\"") at the very start.
 //
 // LazyTriggerMatcher watches the streamed (detokenized) text: everything
 // that cannot be part of the trigger is content and goes out at once; a
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace brisk {
 
@@ -22,6 +24,13 @@ class GrammarMatcher;  // grammar/matcher.h
 
 // GenerationRequest::constraint_trigger: plain data.
 struct ConstraintTrigger {
+  ConstraintTrigger() = default;
+  ConstraintTrigger(std::string text, bool at_start, bool in_grammar, std::string alt_text = "")
+      : text(std::move(text)),
+        at_start(at_start),
+        in_grammar(in_grammar),
+        alt_text(std::move(alt_text)) {}
+
   // Empty: no trigger, the constraint holds from the first token.
   std::string text;
   // Only at the start of the output (after whitespace, which is then
@@ -31,6 +40,9 @@ struct ConstraintTrigger {
   // start such as {"name"); otherwise the trigger is a marker that is not
   // part of it (<tool_call>) and is dropped.
   bool in_grammar = false;
+  // With at_start and in_grammar: a second text that is a trigger too
+  // ("[{\"name\"": an array of tool calls); empty: none.
+  std::string alt_text;
 };
 
 class LazyTriggerMatcher {

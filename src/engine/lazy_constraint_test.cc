@@ -112,6 +112,25 @@ TEST(LazyTriggerMatcherTest, JsonStartOtherJsonIsContent) {
   EXPECT_EQ(Stream(kJsonStart, {"{\"na"}).content, "{\"na");
 }
 
+// Parallel calls on a template without a marker: an array of calls at the
+// start is a trigger too.
+TEST(LazyTriggerMatcherTest, JsonStartAlternativeArray) {
+  ConstraintTrigger t = kJsonStart;
+  t.alt_text = "[{\"name\"";
+  Streamed s = Stream(t, {" [", "{\"na", "me\": \"f\"}]"});
+  EXPECT_EQ(s.content, "");
+  EXPECT_EQ(s.triggered_at, 2);
+  EXPECT_EQ(s.constrained, "[{\"name\": \"f\"}]");
+  // The object still fires; other arrays are content.
+  EXPECT_EQ(Stream(t, {"{\"name\""}).constrained, "{\"name\"");
+  s = Stream(t, {"[", "1, 2]"});
+  EXPECT_EQ(s.content, "[1, 2]");
+  EXPECT_EQ(s.triggered_at, -1);
+  EXPECT_EQ(Stream(t, {"[{\"city\""}).content, "[{\"city\"");
+  // Without the alternative an array is content.
+  EXPECT_EQ(Stream(kJsonStart, {"[{\"name\""}).content, "[{\"name\"");
+}
+
 TEST(LazyTriggerMatcherTest, AdvanceAcceptedStopsAtTheFirstRejectedByte) {
   ConstraintSpec spec;
   spec.kind = ConstraintSpec::Kind::kJsonSchema;

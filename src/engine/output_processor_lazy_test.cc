@@ -102,6 +102,29 @@ TEST_F(OutputProcessorTest, LazyJsonStartKeepsTheTriggerInTheCall) {
   EXPECT_EQ(s.reason, FinishReason::kStop);
 }
 
+// Parallel calls after a marker (ConstraintSpec::separator): the scripted
+// model writes two calls in the template's tags, then ends; the second
+// call and the separator go through the grammar's mask.
+TEST_F(OutputProcessorTest, LazyMarkerThenSeveralCallsInTheTemplatesTags) {
+  auto c = CompileConstraint(
+      {ConstraintSpec::Kind::kJsonSchema, kCallSchema, "\n</tool_call>\n<tool_call>\n"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  GenerationRequest r = Request(4, 80);
+  r.constraint = *c;
+  r.constraint_trigger = {"<tool_call>", false, false};
+  OutputHarness h(*tok_, kContext);
+  const std::string calls = R"({"name":"get_weather","arguments":{"city":"Paris"}})"
+                            "\n</tool_call>\n<tool_call>\n"
+                            R"({"name":"get_weather","arguments":{"city":"Oslo"}})";
+  std::vector<int32_t> script = Tok("Two cities.<tool_call>" + calls);
+  script.push_back(Eos());
+  const Split s = RunLazy(h, r, script);
+  EXPECT_EQ(s.triggers, 1);
+  EXPECT_EQ(s.content, "Two cities.");
+  EXPECT_EQ(s.constrained, calls);
+  EXPECT_EQ(s.reason, FinishReason::kStop);
+}
+
 TEST_F(OutputProcessorTest, LazyWithoutTriggerIsPlainTextWithoutMasks) {
   GenerationRequest r = Request(4, 6);
   r.constraint = CallConstraint();
