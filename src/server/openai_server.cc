@@ -430,7 +430,6 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
   o.echo_prompts = pr->echo_prompts;
   o.echo_token_prompts = pr->echo_token_prompts;
   o.tool_calls = !pr->tool_choice.empty() && pr->tool_choice != "none";
-  o.tool_call_array = pr->tool_call_array;
   o.tool_calls_auto = pr->tool_choice == "auto";
   if (!pr->tool_choice.empty())
     o.extra_headers.emplace_back("x-brisk-tool-choice", pr->tool_choice);

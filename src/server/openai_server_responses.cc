@@ -119,7 +119,6 @@ void OpenAiServer::RunResponses(const http::Request& req, std::shared_ptr<http::
   o.priority = pr->priority;
   o.arrival = arrival;
   o.tool_calls = !pr->tool_choice.empty() && pr->tool_choice != "none";
-  o.tool_call_array = pr->tool_call_array;
   o.tool_calls_auto = pr->tool_choice == "auto";
   if (!pr->tool_choice.empty())
     o.extra_headers.emplace_back("x-brisk-tool-choice", pr->tool_choice);

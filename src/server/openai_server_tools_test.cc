@@ -5,6 +5,8 @@
 // openai_server_test_fixture.h.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "server/openai_server.h"
 #include "server/openai_server_test_fixture.h"
 
@@ -127,6 +129,89 @@ TEST_F(OpenAiServerTest, AutoCallCutOffIsNotACall) {
   EXPECT_EQ(ch["finish_reason"], "length");
   EXPECT_EQ(ch["message"]["content"], "ok ");
   EXPECT_FALSE(ch["message"].contains("tool_calls"));
+}
+
+// Several calls under "auto" (parallel_tool_calls): the engine's text is
+// the calls one after another in the template's tags (a marker template),
+// or a JSON array of them (a template without a marker). Each call is one
+// entry of message.tool_calls, its own id; streamed, each call's deltas
+// carry its index.
+struct IndexedCall {
+  std::string id, name, args;
+};
+
+std::map<int, IndexedCall> StreamedCalls(const std::vector<json>& events, std::string* finish) {
+  std::map<int, IndexedCall> calls;
+  for (const json& e : events) {
+    if (e.is_string() || e["choices"].empty()) continue;
+    const json& c = e["choices"][0];
+    if (!c["finish_reason"].is_null()) *finish = c["finish_reason"];
+    if (!c["delta"].contains("tool_calls")) continue;
+    for (const json& t : c["delta"]["tool_calls"]) {
+      IndexedCall& call = calls[t["index"].get<int>()];
+      if (t.contains("id")) {
+        EXPECT_TRUE(call.id.empty()) << "a second id for one index";
+        call.id = t["id"];
+        call.name = t["function"]["name"];
+      }
+      call.args += t["function"]["arguments"].get<std::string>();
+    }
+  }
+  return calls;
+}
+
+TEST_F(OpenAiServerTest, AutoParallelCallsAreOneToolCallEach) {
+  const std::vector<std::vector<std::string>> outputs = {
+      {"Both: ", "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Pa", "ris\"}}\n</tool",
+       "_call>\n<tool_call>\n{\"name\":\"get_weather\",", "\"arguments\":{\"city\":\"Oslo\"}}"},
+      {"Both: ", "[{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}},{\"name\":",
+       "\"get_weather\",\"arguments\":{\"city\":\"Oslo\"}}]"}};
+  StartServer();
+  for (const auto& pieces : outputs) {
+    engine_.pieces = pieces;  // requests run one at a time
+    engine_.trigger_piece = 1;
+    engine_.trigger_at = 0;
+    Reply r = Call("POST", "/v1/chat/completions", AutoBody());
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json body = json::parse(r.body);
+    const json& ch = body["choices"][0];
+    EXPECT_EQ(ch["finish_reason"], "tool_calls");
+    EXPECT_EQ(ch["message"]["content"], "Both: ");
+    const json& calls = ch["message"]["tool_calls"];
+    ASSERT_EQ(calls.size(), 2u) << r.body;
+    EXPECT_NE(calls[0]["id"], calls[1]["id"]);
+    EXPECT_EQ(calls[0]["function"]["arguments"], R"({"city":"Paris"})");
+    EXPECT_EQ(calls[1]["function"]["name"], "get_weather");
+    EXPECT_EQ(calls[1]["function"]["arguments"], R"({"city":"Oslo"})");
+
+    Reply s = Call("POST", "/v1/chat/completions", AutoBody(R"(,"stream":true)"));
+    ASSERT_EQ(s.status, 200) << s.body;
+    std::string finish;
+    auto streamed = StreamedCalls(SseEvents(s.body), &finish);
+    EXPECT_EQ(finish, "tool_calls");
+    ASSERT_EQ(streamed.size(), 2u) << s.body;
+    EXPECT_EQ(streamed[0].args, R"({"city":"Paris"})");
+    EXPECT_EQ(streamed[1].name, "get_weather");
+    EXPECT_EQ(streamed[1].args, R"({"city":"Oslo"})");
+    EXPECT_NE(streamed[0].id, streamed[1].id);
+    EXPECT_EQ(ReadStream(SseEvents(s.body)).content, "Both: ");
+
+    // The Responses API: the text, then one function_call item per call.
+    Reply rr = Call("POST", "/v1/responses",
+                    R"({"model":"scripted-model","input":"weather?","tools":[{"type":"function",)"
+                    R"("name":"get_weather","parameters":{"type":"object","properties":{)"
+                    R"("city":{"type":"string"}},"required":["city"]}}]})");
+    ASSERT_EQ(rr.status, 200) << rr.body;
+    const json resp = json::parse(rr.body);
+    const json& items = resp["output"];
+    ASSERT_EQ(items.size(), 3u) << rr.body;
+    EXPECT_EQ(items[0]["type"], "message");
+    EXPECT_EQ(items[1]["type"], "function_call");
+    EXPECT_EQ(items[1]["arguments"], R"({"city":"Paris"})");
+    EXPECT_EQ(items[2]["type"], "function_call");
+    EXPECT_EQ(items[2]["arguments"], R"({"city":"Oslo"})");
+    EXPECT_NE(items[1]["call_id"], items[2]["call_id"]);
+  }
 }
 
 }  // namespace

@@ -49,26 +49,37 @@ Json CallSchema(const ToolDef& t, const std::string& at) {
   return s;
 }
 
+// The schema of one call to any of `tools` (or to `named`), placed at `base`.
+Json OneCallSchema(const std::vector<ToolDef>& tools, const std::string* named,
+                   const std::string& base) {
+  if (named) {
+    for (const ToolDef& t : tools)
+      if (t.name == *named) return CallSchema(t, base);
+    return Json::object();
+  }
+  if (tools.size() == 1) return CallSchema(tools[0], base);
+  Json any = Json::array();
+  for (size_t i = 0; i < tools.size(); ++i)
+    any.push_back(CallSchema(tools[i], fmt::format("{}/anyOf/{}", base, i)));
+  return Json{{"anyOf", std::move(any)}};
+}
+
+// A non-empty array of calls, placed at `base`.
+Json CallArraySchema(const std::vector<ToolDef>& tools, const std::string& base) {
+  return Json{{"type", "array"},
+              {"items", OneCallSchema(tools, nullptr, base + "/items")},
+              {"minItems", 1}};
+}
+
 }  // namespace
 
 std::string ToolCallSchema(const std::vector<ToolDef>& tools, const std::string* named,
-                           bool parallel) {
-  const bool array = parallel && !named;
-  const std::string base = array ? "/items" : "";
-  Json one;
-  if (named) {
-    for (const ToolDef& t : tools)
-      if (t.name == *named) one = CallSchema(t, base);
-  } else if (tools.size() == 1) {
-    one = CallSchema(tools[0], base);
-  } else {
-    Json any = Json::array();
-    for (size_t i = 0; i < tools.size(); ++i)
-      any.push_back(CallSchema(tools[i], fmt::format("{}/anyOf/{}", base, i)));
-    one = Json{{"anyOf", std::move(any)}};
-  }
-  if (!array) return one.dump();
-  return Json{{"type", "array"}, {"items", std::move(one)}, {"minItems", 1}}.dump();
+                           ToolCallShape shape) {
+  if (named || shape == ToolCallShape::kOne) return OneCallSchema(tools, named, "").dump();
+  if (shape == ToolCallShape::kArray) return CallArraySchema(tools, "").dump();
+  return Json{{"anyOf", Json::array({OneCallSchema(tools, nullptr, "/anyOf/0"),
+                                     CallArraySchema(tools, "/anyOf/1")})}}
+      .dump();
 }
 
 std::string NewToolCallId() {
@@ -83,12 +94,22 @@ std::string NewToolCallId() {
   return id;
 }
 
-ConstraintTrigger AutoToolCallTrigger(std::string_view chat_template_source) {
+AutoToolCalls AutoToolCallFormat(std::string_view chat_template_source, bool parallel) {
+  AutoToolCalls out;
   // A template that renders calls in <tool_call> tags (Hermes / Qwen style)
-  // trained its model to open a call with that marker.
-  if (chat_template_source.find("<tool_call>") != std::string_view::npos)
-    return {"<tool_call>", /*at_start=*/false, /*in_grammar=*/false};
-  return {"{\"name\"", /*at_start=*/true, /*in_grammar=*/true};
+  // trained its model to open a call with that marker, and to write the
+  // next call of the same turn as "}\n</tool_call>\n<tool_call>\n{".
+  if (chat_template_source.find("<tool_call>") != std::string_view::npos) {
+    out.trigger = {"<tool_call>", /*at_start=*/false, /*in_grammar=*/false};
+    if (parallel) out.separator = "\n</tool_call>\n<tool_call>\n";
+    return out;
+  }
+  out.trigger = {"{\"name\"", /*at_start=*/true, /*in_grammar=*/true};
+  if (parallel) {  // several calls: a JSON array of them, as "required" writes
+    out.trigger.alt_text = "[{\"name\"";
+    out.shape = ToolCallShape::kOneOrArray;
+  }
+  return out;
 }
 
 namespace fields {

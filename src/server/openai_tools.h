@@ -4,9 +4,10 @@
 // What the model may write when it must call a tool is one JSON object
 //   {"name": <a tool's name, const>, "arguments": <that tool's parameters>}
 // (an anyOf over the tools; compact JSON, "name" first), or with
-// parallel_tool_calls (the default) under tool_choice "required" a
-// non-empty JSON array of them. A named tool_choice allows exactly one call
-// to that function. The response turns it into message.tool_calls.
+// parallel_tool_calls (the default) several: under tool_choice "required" a
+// non-empty JSON array of them, under "auto" the template's form (below).
+// A named tool_choice, or parallel_tool_calls false, allows exactly one
+// call. The response turns them into message.tool_calls.
 //
 // tool_choice:
 //   "none"      no call: plain text (the tools are still shown to the
@@ -20,25 +21,35 @@
 //               the text is message.content (finish_reason stop/length).
 //               Like llama.cpp's lazy grammar (engine/lazy_constraint.h):
 //               generation is free until a trigger appears in the output,
-//               then the grammar of one call object (above, not an array)
-//               constrains the rest: the object's closing '}' ends the
-//               generation (only end-of-generation may follow, so a closing
-//               marker such as </tool_call> is never written; bytes of the
-//               trigger's token the compact grammar does not take, e.g. a
-//               space, are dropped).
-//               The trigger (AutoToolCallTrigger): a template that writes
-//               calls as "<tool_call>\n{...}\n</tool_call>" (Hermes, Qwen)
-//               has the marker "<tool_call>" (dropped, wherever it starts);
-//               templates without a marker (SmolLM2's, Gemma's: they do not
-//               show `tools` to the model) have a JSON object start
-//               {"name" at the very beginning of the answer (leading
-//               whitespace dropped). Text before the trigger streams as
-//               content (a possible start of the trigger is held back, as
-//               stop strings are); the trigger and the call do not. With
-//               response_format, "auto" is "none". The Responses API does
-//               the same: text before the call is a message item ahead of
-//               the function_call items. The x-brisk-tool-choice response header says what applied
-//               ("auto" | "none" | "required" | "named").
+//               then a tool-call grammar constrains the rest, to the end of
+//               the generation (bytes of the trigger's token the compact
+//               grammar does not take, e.g. a space, are dropped).
+//               The trigger and grammar (AutoToolCallFormat):
+//               - a template that writes calls as
+//                 "<tool_call>\n{...}\n</tool_call>" (Hermes, Qwen) has the
+//                 marker "<tool_call>" (dropped, wherever it starts). The
+//                 grammar is one call object; with parallel_tool_calls (the
+//                 default) one or more, separated by the template's own
+//                 "\n</tool_call>\n<tool_call>\n" (a bare sequence:
+//                 ConstraintSpec::separator): after each call's closing '}'
+//                 the model ends, or writes the separator and the next call.
+//                 The last call's closing "</tool_call>" is never written;
+//                 the separators are not content. Each call is one entry of
+//                 message.tool_calls (tool_call_parser.h);
+//               - templates without a marker (SmolLM2's, Gemma's: they do
+//                 not show `tools` to the model) have a JSON object start
+//                 {"name" at the very beginning of the answer (leading
+//                 whitespace dropped): one call object; with
+//                 parallel_tool_calls also an array of calls [{"name" (the
+//                 grammar of "required"), each element one tool call.
+//               Text before the trigger streams as content (a possible start
+//               of the trigger is held back, as stop strings are); the
+//               trigger and the calls do not: streamed, each call's deltas
+//               carry its index (0, 1, ...). With response_format, "auto" is
+//               "none". The Responses API does the same: text before the
+//               calls is a message item ahead of one function_call item per
+//               call. The x-brisk-tool-choice response header says what
+//               applied ("auto" | "none" | "required" | "named").
 #pragma once
 
 #include <optional>
@@ -53,17 +64,28 @@ namespace brisk::api {
 
 // (ToolDef, ToolChoice, ToolsRequest: openai_request.h.)
 
+// What a tool-call grammar takes: one call object, a non-empty JSON array of
+// them, or either (the first byte tells).
+enum class ToolCallShape { kOne, kArray, kOneOrArray };
+
 // The JSON Schema (text) of what the model writes for a tool call; `named`
-// restricts it to that tool, `parallel` makes it an array of calls.
+// restricts it to that tool (and to one call, whatever the shape).
 std::string ToolCallSchema(const std::vector<ToolDef>& tools, const std::string* named,
-                           bool parallel);
+                           ToolCallShape shape);
 
 // "call_" followed by 24 random [A-Za-z0-9]. Thread-safe.
 std::string NewToolCallId();
 
-// For "auto": the trigger that starts a tool call in the model's free text,
-// from its chat template's source (see above).
-ConstraintTrigger AutoToolCallTrigger(std::string_view chat_template_source);
+// For "auto", from the chat template's source (see above): the trigger that
+// starts tool calls in the model's free text, and the grammar from there on:
+// the schema's shape and, for several calls one after another, the bytes
+// between two calls (ConstraintSpec::separator).
+struct AutoToolCalls {
+  ConstraintTrigger trigger;
+  ToolCallShape shape = ToolCallShape::kOne;
+  std::string separator;
+};
+AutoToolCalls AutoToolCallFormat(std::string_view chat_template_source, bool parallel);
 
 namespace fields {
 

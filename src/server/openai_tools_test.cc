@@ -93,36 +93,51 @@ TEST(OpenAiToolsParse, AssistantToolCallsInHistory) {
 
 TEST(OpenAiToolsAuto, TriggerFollowsTheTemplatesConvention) {
   // Hermes / Qwen templates render calls in <tool_call> tags: that marker.
-  const ConstraintTrigger hermes = AutoToolCallTrigger(
+  const char* hermes_source =
       "{%- for tool_call in message.tool_calls %}<tool_call>\n{{ tool_call | tojson }}\n"
-      "</tool_call>{%- endfor %}");
-  EXPECT_EQ(hermes.text, "<tool_call>");
-  EXPECT_FALSE(hermes.at_start);
-  EXPECT_FALSE(hermes.in_grammar);
-  // No marker (SmolLM2's template): a call object at the start of the answer.
-  const ConstraintTrigger plain = AutoToolCallTrigger(
+      "</tool_call>{%- endfor %}";
+  const char* plain_source =
       "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
-      "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}");
-  EXPECT_EQ(plain.text, "{\"name\"");
-  EXPECT_TRUE(plain.at_start);
-  EXPECT_TRUE(plain.in_grammar);
+      "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}";
+  for (bool parallel : {false, true}) {
+    const AutoToolCalls hermes = AutoToolCallFormat(hermes_source, parallel);
+    EXPECT_EQ(hermes.trigger.text, "<tool_call>");
+    EXPECT_FALSE(hermes.trigger.at_start);
+    EXPECT_FALSE(hermes.trigger.in_grammar);
+    EXPECT_TRUE(hermes.trigger.alt_text.empty());
+    EXPECT_EQ(hermes.shape, ToolCallShape::kOne);
+    // Several calls: one after another, in the template's tags.
+    EXPECT_EQ(hermes.separator, parallel ? "\n</tool_call>\n<tool_call>\n" : "");
+    // No marker (SmolLM2's template): a call object at the start of the
+    // answer, or with parallel calls also an array of them.
+    const AutoToolCalls plain = AutoToolCallFormat(plain_source, parallel);
+    EXPECT_EQ(plain.trigger.text, "{\"name\"");
+    EXPECT_TRUE(plain.trigger.at_start);
+    EXPECT_TRUE(plain.trigger.in_grammar);
+    EXPECT_EQ(plain.trigger.alt_text, parallel ? "[{\"name\"" : "");
+    EXPECT_EQ(plain.shape, parallel ? ToolCallShape::kOneOrArray : ToolCallShape::kOne);
+    EXPECT_TRUE(plain.separator.empty());
+  }
 }
 
 TEST(OpenAiToolsSchema, OneCallAnyToolOrAList) {
   ApiRequest r = MustParse(kChat, WithTools(""));
   const auto& tools = r.tools->tools;
-  Json one = Json::parse(ToolCallSchema(tools, nullptr, false));
+  Json one = Json::parse(ToolCallSchema(tools, nullptr, ToolCallShape::kOne));
   ASSERT_EQ(one["anyOf"].size(), 2u);
   EXPECT_EQ(one["anyOf"][0]["properties"]["name"]["const"], "get_weather");
   EXPECT_EQ(one["anyOf"][0]["properties"]["arguments"]["required"][0], "city");
   EXPECT_EQ(one["anyOf"][0]["required"], Json::array({"name", "arguments"}));
-  Json list = Json::parse(ToolCallSchema(tools, nullptr, true));
+  Json list = Json::parse(ToolCallSchema(tools, nullptr, ToolCallShape::kArray));
   EXPECT_EQ(list["type"], "array");
   EXPECT_EQ(list["minItems"], 1);
   const std::string name = "get-time";
-  Json named = Json::parse(ToolCallSchema(tools, &name, true));  // one call, even if parallel
+  Json named = Json::parse(ToolCallSchema(tools, &name, ToolCallShape::kArray));  // still one
   EXPECT_EQ(named["properties"]["name"]["const"], "get-time");
-  for (const Json& s : {one, list, named}) {
+  Json either = Json::parse(ToolCallSchema(tools, nullptr, ToolCallShape::kOneOrArray));
+  EXPECT_EQ(either["anyOf"][0], one);
+  EXPECT_EQ(either["anyOf"][1]["type"], "array");
+  for (const Json& s : {one, list, named, either}) {
     auto c = CompileJsonSchema(s);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     EXPECT_TRUE(c->unenforced.empty());
@@ -146,15 +161,16 @@ TEST(OpenAiToolsSchema, LocalRefsInParametersStillResolve) {
   const std::string name = "weather";
   std::vector<std::vector<ToolDef>> sets = {tools, {tools[0]}};
   for (const auto& set : sets) {
-    for (bool parallel : {false, true}) {
+    for (ToolCallShape shape :
+         {ToolCallShape::kOne, ToolCallShape::kArray, ToolCallShape::kOneOrArray}) {
       for (const std::string* named : {static_cast<const std::string*>(nullptr), &name}) {
-        const std::string schema = ToolCallSchema(set, named, parallel);
+        const std::string schema = ToolCallSchema(set, named, shape);
         auto c = CompileJsonSchemaText(schema);
         EXPECT_TRUE(c.ok()) << c.status().ToString() << "\n" << schema;
       }
     }
   }
-  Json one = Json::parse(ToolCallSchema(tools, nullptr, true));
+  Json one = Json::parse(ToolCallSchema(tools, nullptr, ToolCallShape::kArray));
   EXPECT_EQ(one["items"]["anyOf"][0]["properties"]["arguments"]["properties"]["options"]["$ref"],
             "#/items/anyOf/0/properties/arguments/$defs/Opts");
   EXPECT_EQ(

@@ -209,10 +209,18 @@ std::optional<api::ApiError> PrepareToolConstraint(const PreparationContext& ctx
   api::ResponseFormat rf;
   rf.kind = api::ResponseFormat::Kind::kJsonSchema;
   rf.name = "tool_call";
-  // "auto": one call object, found in free text by its trigger.
-  const bool array = !named && !lazy && tr.parallel;
-  rf.schema = api::ToolCallSchema(tr.tools, named ? &tr.choice.name : nullptr, array);
-  auto c = PrepareConstraint(ctx.constraints, rf);
+  // "auto": calls found in free text by their trigger, in the template's
+  // form (one, or with parallel_tool_calls several: openai_tools.h).
+  api::AutoToolCalls autos;
+  if (lazy) {
+    const ChatTemplate* tmpl = ctx.renderer->chat_template();
+    autos = api::AutoToolCallFormat(tmpl ? tmpl->source() : std::string(), tr.parallel);
+  }
+  const api::ToolCallShape shape = lazy          ? autos.shape
+                                   : tr.parallel ? api::ToolCallShape::kArray
+                                                 : api::ToolCallShape::kOne;
+  rf.schema = api::ToolCallSchema(tr.tools, named ? &tr.choice.name : nullptr, shape);
+  auto c = PrepareConstraint(ctx.constraints, rf, autos.separator);
   if (auto* e = std::get_if<api::ApiError>(&c)) {
     e->param = "tools";
     return *e;
@@ -221,11 +229,8 @@ std::optional<api::ApiError> PrepareToolConstraint(const PreparationContext& ctx
   out->constraint = std::move(pc.constraint);
   out->constraint_compiled_now = pc.compiled_now;
   out->unenforced_keywords = std::move(pc.unenforced);
-  out->tool_call_array = array;
-  if (lazy) {
-    const ChatTemplate* tmpl = ctx.renderer->chat_template();
-    out->constraint_trigger = api::AutoToolCallTrigger(tmpl ? tmpl->source() : std::string());
-  }
+  out->parallel_tool_calls = !named && tr.parallel;
+  if (lazy) out->constraint_trigger = std::move(autos.trigger);
   return std::nullopt;
 }
 

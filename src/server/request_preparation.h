@@ -66,11 +66,12 @@ struct PreparedRequest {
   // Tools: the tool_choice that applies ("" without tools, "none", "auto",
   // "required", "named"; see openai_tools.h). Unless "none", `constraint` is
   // the tool-call grammar and the output becomes message.tool_calls;
-  // tool_call_array: it is a JSON array of calls (parallel_tool_calls), else
+  // parallel_tool_calls: the grammar lets the model write several calls
+  // (a JSON array under "required"; under "auto" the template's form), else
   // one call object. "auto": the grammar is lazy, from `constraint_trigger`
   // on (every prompt's GenerationRequest has it); the text before is content.
   std::string tool_choice;
-  bool tool_call_array = false;
+  bool parallel_tool_calls = false;
   ConstraintTrigger constraint_trigger;
 };
 

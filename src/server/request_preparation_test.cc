@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "grammar/matcher.h"
 #include "model/gguf.h"
 #include "server/default_renderer_test_util.h"
 #include "util/test_support.h"
@@ -258,19 +259,29 @@ TEST_F(RequestPreparationTest, ToolChoiceAutoIsALazyConstraint) {
   const auto v = Prepare(Post(kToolsBody));  // tool_choice defaults to auto
   const PreparedRequest& p = Ok(v);
   EXPECT_EQ(p.tool_choice, "auto");
-  EXPECT_FALSE(p.tool_call_array);  // one call object, even with parallel_tool_calls
+  EXPECT_TRUE(p.parallel_tool_calls);  // the default
   ASSERT_TRUE(p.constraint);
   ASSERT_EQ(p.prompts.size(), 1u);
   // SmolLM2's template has no call marker: a call object at the start.
   EXPECT_EQ(p.prompts[0].constraint_trigger.text, "{\"name\"");
   EXPECT_TRUE(p.prompts[0].constraint_trigger.at_start);
   EXPECT_EQ(p.prompts[0].constraint, p.constraint);
+  // parallel_tool_calls: a call object, or an array of calls by its own trigger.
+  EXPECT_EQ(p.prompts[0].constraint_trigger.alt_text, "[{\"name\"");
+  GrammarMatcher many(&p.constraint->grammar());
+  EXPECT_TRUE(many.AdvanceBytes(R"([{"name":"get_weather","arguments":{"city":"Oslo"}}])"));
+  EXPECT_TRUE(many.CanEnd());
+  const auto single = Prepare(Post(ToolsWith(R"("parallel_tool_calls":false)")));
+  EXPECT_FALSE(Ok(single).parallel_tool_calls);
+  EXPECT_TRUE(Ok(single).prompts[0].constraint_trigger.alt_text.empty());
+  GrammarMatcher one(&Ok(single).constraint->grammar());
+  EXPECT_FALSE(one.Advance('['));
 
   // Forced calls have no trigger.
   const auto req = Prepare(Post(ToolsWith(R"("tool_choice":"required")")));
   EXPECT_EQ(Ok(req).tool_choice, "required");
   EXPECT_TRUE(Ok(req).prompts[0].constraint_trigger.text.empty());
-  EXPECT_TRUE(Ok(req).tool_call_array);
+  EXPECT_TRUE(Ok(req).parallel_tool_calls);
   // With response_format the answer takes the format: "auto" is "none".
   const auto rf = Prepare(Post(ToolsWith(R"("response_format":{"type":"json_object"})")));
   EXPECT_EQ(Ok(rf).tool_choice, "none");

@@ -91,8 +91,7 @@ ResponseStream::ResponseStream(Options options, std::shared_ptr<http::Responder>
   lp_pending_.resize(n_choices);
   lp_prompt_.resize(n_choices);
   text_offset_.assign(n_choices, 0);
-  if (opts_.tool_calls && opts_.stream)
-    tool_parsers_.assign(n_choices, api::ToolCallParser(opts_.tool_call_array));
+  if (opts_.tool_calls && opts_.stream) tool_parsers_.assign(n_choices, api::ToolCallParser());
   in_call_.assign(n_choices, 0);
   call_text_.resize(n_choices);
   last_token_at_.assign(n_choices, {});
@@ -271,7 +270,7 @@ void ResponseStream::StreamToolCalls(int index, const SequenceOutput& out,
 }
 
 void ResponseStream::FinishToolCalls(api::Choice& ch, const std::string& call_text) {
-  api::ToolCallParser p(opts_.tool_call_array);
+  api::ToolCallParser p;
   std::vector<api::ToolCallDelta> deltas;
   p.Feed(call_text, &deltas);
   // Cut off (finish_reason "length"): the call's unfinished JSON is the

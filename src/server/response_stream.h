@@ -76,9 +76,8 @@ class ResponseStream {
     bool echo_token_prompts = false;  // see PreparedRequest::echo_token_prompts
     // Chat with a forced tool call (openai_tools.h): the output is parsed
     // into message.tool_calls / tool_calls deltas (finish_reason
-    // "tool_calls"); tool_call_array: a JSON array of calls.
+    // "tool_calls"); one call or several (api::ToolCallParser tells).
     bool tool_calls = false;
-    bool tool_call_array = false;
     // With tool_calls, tool_choice "auto": the text is content until the
     // engine's SequenceOutput::constrained_from, the call from there on.
     bool tool_calls_auto = false;

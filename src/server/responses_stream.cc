@@ -27,8 +27,7 @@ ResponsesStream::ResponsesStream(Options options, std::shared_ptr<http::Responde
       metrics_(metrics),
       engine_(engine),
       on_done_(std::move(on_done)),
-      msg_id_(api::NewMessageItemId()),
-      parser_(opts_.tool_call_array) {}
+      msg_id_(api::NewMessageItemId()) {}
 
 void ResponsesStream::Cancel() {
   if (cancel_sent_ || engine_id_ < 0) return;

@@ -40,9 +40,8 @@ class ResponsesStream {
     Priority priority = Priority::kInteractive;
     Clock::time_point arrival;
     // The output is a forced tool call (PreparedRequest::tool_choice not
-    // "none"), an array of calls when tool_call_array.
+    // "none"): one function_call item per call.
     bool tool_calls = false;
-    bool tool_call_array = false;
     // tool_choice "auto" (with tool_calls): the model writes text, and a
     // call from the engine's SequenceOutput::constrained_from on, if it
     // starts one. The text before it is a message item ahead of the calls.

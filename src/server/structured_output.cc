@@ -25,11 +25,13 @@ std::string EscapeEntry(std::string_view s) {
 }  // namespace
 
 std::variant<PreparedConstraint, api::ApiError> PrepareConstraint(ConstraintCache* cache,
-                                                                  const api::ResponseFormat& rf) {
+                                                                  const api::ResponseFormat& rf,
+                                                                  std::string_view separator) {
   ConstraintSpec spec;
   if (rf.kind == api::ResponseFormat::Kind::kJsonSchema) {
     spec.kind = ConstraintSpec::Kind::kJsonSchema;
     spec.schema = rf.schema;
+    spec.separator = separator;
   }
   PreparedConstraint out;
   bool hit = false;
@@ -65,7 +67,7 @@ std::variant<PreparedConstraint, api::ApiError> PrepareConstraint(ConstraintCach
 std::variant<PreparedConstraint, api::ApiError> PrepareGuidedConstraint(ConstraintCache* cache,
                                                                         const api::GuidedSpec& g) {
   ConstraintSpec spec;
-  spec.kind = g.kind == api::GuidedSpec::Kind::kRegex   ? ConstraintSpec::Kind::kRegex
+  spec.kind = g.kind == api::GuidedSpec::Kind::kRegex    ? ConstraintSpec::Kind::kRegex
               : g.kind == api::GuidedSpec::Kind::kChoice ? ConstraintSpec::Kind::kChoice
                                                          : ConstraintSpec::Kind::kGrammar;
   spec.schema = g.text;
@@ -75,10 +77,10 @@ std::variant<PreparedConstraint, api::ApiError> PrepareGuidedConstraint(Constrai
     const char* what = g.kind == api::GuidedSpec::Kind::kRegex    ? "regular expression"
                        : g.kind == api::GuidedSpec::Kind::kChoice ? "choice list"
                                                                   : "GBNF grammar";
-    return MakeApiError(400, "invalid_request_error",
-                        fmt::format("'{}' is not a usable {}: {}", g.param, what,
-                                    compiled.status().message()),
-                        "invalid_value", g.param);
+    return MakeApiError(
+        400, "invalid_request_error",
+        fmt::format("'{}' is not a usable {}: {}", g.param, what, compiled.status().message()),
+        "invalid_value", g.param);
   }
   PreparedConstraint out;
   out.constraint = *compiled;

@@ -29,9 +29,11 @@ struct PreparedConstraint {
 // The compiled constraint, or the 400 to send: a schema that is not a
 // schema (invalid_value), or strict: true with keywords it cannot enforce
 // (code "unsupported", the message lists keyword@pointer). `cache` may be
-// null (compiles every time).
+// null (compiles every time). `separator` (json_schema only): one or more
+// values separated by it (ConstraintSpec::separator).
 std::variant<PreparedConstraint, api::ApiError> PrepareConstraint(ConstraintCache* cache,
-                                                                  const api::ResponseFormat& rf);
+                                                                  const api::ResponseFormat& rf,
+                                                                  std::string_view separator = {});
 
 // vLLM's structured_outputs regex / choice / grammar: the compiled
 // constraint, or a 400 invalid_value naming the field and what is wrong

@@ -10,8 +10,9 @@ void ToolCallParser::Feed(std::string_view text, std::vector<ToolCallDelta>* out
   for (char c : text) {
     switch (state_) {
       case State::kStart:
-        if (array_ && c == '[') state_ = State::kAfterCall;
-        if (!array_ && c == '{') state_ = State::kKey;
+        if (c != '[' && c != '{') break;
+        array_ = c == '[';
+        state_ = array_ ? State::kAfterCall : State::kKey;
         buf_.clear();
         break;
       case State::kKey:  // inside {"name":" up to the name's first byte
@@ -63,7 +64,7 @@ void ToolCallParser::Feed(std::string_view text, std::vector<ToolCallDelta>* out
         if (end_call) {
           ++calls_;
           args = SIZE_MAX;
-          state_ = array_ ? State::kAfterCall : State::kDone;
+          state_ = State::kAfterCall;
           break;
         }
         if (args == SIZE_MAX) {
@@ -73,11 +74,11 @@ void ToolCallParser::Feed(std::string_view text, std::vector<ToolCallDelta>* out
         (*out)[args].arguments += c;
         break;
       }
-      case State::kAfterCall:  // array: ',' then the next call, or ']'
+      case State::kAfterCall:  // ',' (array) or a separator, then the next call; or ']'
         if (c == '{') {
           buf_.clear();
           state_ = State::kKey;
-        } else if (c == ']') {
+        } else if (array_ && c == ']') {
           state_ = State::kDone;
         }
         break;

@@ -236,6 +236,28 @@ def test_auto_function_call_streamed(brisk_server):
     assert [o.type for o in final.response.output] == ["function_call"]
 
 
+def test_auto_parallel_function_calls_streamed(brisk_server):
+    # parallel_tool_calls (the default): a JSON array of calls at the start
+    # (the default model's template has no call marker) is one
+    # function_call item per call, each with its own output_index.
+    # At temperature 0 the default model echoes the array after one example
+    # turn.
+    calls = ('[{"name":"get_weather","arguments":{"city":"Paris"}},'
+             '{"name":"get_weather","arguments":{"city":"Rome"}}]')
+    ask = {"role": "user", "content": "Output only this JSON and nothing else: " + calls}
+    events = list(brisk_server.client().responses.create(
+        model=MODEL_ID, input=[ask, {"role": "assistant", "content": calls}, ask],
+        tools=[WEATHER_TOOL], max_output_tokens=80, temperature=0, stream=True))
+    added = [e for e in events if e.type == "response.output_item.added"]
+    assert [(e.item.type, e.output_index) for e in added] == [("function_call", 0),
+                                                             ("function_call", 1)]
+    done = [e for e in events if e.type == "response.function_call_arguments.done"]
+    assert [json.loads(e.arguments) for e in done] == [{"city": "Paris"}, {"city": "Rome"}]
+    final = events[-1].response
+    assert [o.type for o in final.output] == ["function_call", "function_call"]
+    assert final.output[0].call_id != final.output[1].call_id
+
+
 def test_function_call_streamed(brisk_server):
     events = list(brisk_server.client().responses.create(
         model=MODEL_ID, input="Weather in Rome?", tools=[WEATHER_TOOL], tool_choice="required",

@@ -115,12 +115,13 @@ def test_cut_off_tool_call_leaks_no_wrapper_text(brisk_server, stream):
         assert not r.choices[0].message.tool_calls
 
 
-def check_auto_choice(ch):
-    """tool_choice auto: a valid call or plain content, never a broken mix."""
+def check_auto_choice(ch, parallel=True):
+    """tool_choice auto: valid calls or plain content, never a broken mix."""
     msg = ch.message
     if msg.tool_calls:
         assert ch.finish_reason == "tool_calls", ch
-        assert len(msg.tool_calls) == 1
+        assert len(msg.tool_calls) == 1 or parallel
+        assert len({call.id for call in msg.tool_calls}) == len(msg.tool_calls)
         for call in msg.tool_calls:
             assert call.id.startswith("call_") and call.type == "function"
             assert call.function.name in SCHEMAS
@@ -235,6 +236,53 @@ def test_auto_streaming_content_matches_the_body(brisk_server):
     assert finish == body.choices[0].finish_reason in ("stop", "length")
 
 
+# parallel_tool_calls (the default): SmolLM2's template has no call marker,
+# so several calls are a JSON array at the start of the answer. At
+# temperature 0 the default model echoes this array after one example turn
+# (asked once, it writes only the first element).
+TWO_CALLS_JSON = ('[{"name":"get_weather","arguments":{"city":"Paris","unit":"celsius"}},'
+                  '{"name":"get_time","arguments":{"tz":"CET"}}]')
+CALLS_ASK = [{"role": "user", "content": "Output only this JSON and nothing else: " + TWO_CALLS_JSON},
+             {"role": "assistant", "content": TWO_CALLS_JSON},
+             {"role": "user", "content": "Output only this JSON and nothing else: " + TWO_CALLS_JSON}]
+TWO_CALLS = [("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"tz": "CET"})]
+
+
+def test_auto_parallel_calls(brisk_server):
+    r = brisk_server.client().chat.completions.create(
+        model=MODEL_ID, messages=CALLS_ASK, tools=TOOLS, max_tokens=120, temperature=0)
+    ch = r.choices[0]
+    assert ch.finish_reason == "tool_calls", ch.message
+    check_calls(ch.message)
+    got = [(c.function.name, json.loads(c.function.arguments)) for c in ch.message.tool_calls]
+    assert got == TWO_CALLS
+    assert len({c.id for c in ch.message.tool_calls}) == 2
+
+
+def test_auto_parallel_calls_streamed(brisk_server):
+    content, calls, finish, role_content = stream_auto(brisk_server.client(), CALLS_ASK,
+                                                       max_tokens=120, temperature=0)
+    assert finish == "tool_calls"
+    assert content == "" and role_content is None
+    assert list(calls) == [0, 1]
+    assert calls[0]["id"] != calls[1]["id"]
+    # Each call's deltas assemble to valid JSON arguments of its own.
+    got = [(c["name"], json.loads(c["args"])) for c in calls.values()]
+    assert got == TWO_CALLS
+    for name, args in got:
+        jsonschema.validate(args, SCHEMAS[name])
+
+
+def test_auto_without_parallel_calls_an_array_is_content(brisk_server):
+    # parallel_tool_calls false: only one call object starts a call.
+    r = brisk_server.client().chat.completions.create(
+        model=MODEL_ID, messages=CALLS_ASK, tools=TOOLS, parallel_tool_calls=False,
+        max_tokens=120, temperature=0)
+    ch = r.choices[0]
+    assert check_auto_choice(ch, parallel=False) == "content"
+    assert ch.message.content.lstrip().startswith("[")
+
+
 @pytest.mark.parametrize("messages", [ASK, CALL_ASK], ids=["question", "call"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_auto_protocol_when_sampling(brisk_server, messages, stream):
@@ -250,8 +298,9 @@ def test_auto_protocol_when_sampling(brisk_server, messages, stream):
             continue
         content, calls, finish, _ = stream_auto(client, messages, **kw)
         if calls and finish == "tool_calls":
-            assert list(calls) == [0] and '{"name"' not in content
-            jsonschema.validate(json.loads(calls[0]["args"]), SCHEMAS[calls[0]["name"]])
+            assert list(calls) == list(range(len(calls))) and '{"name"' not in content
+            for call in calls.values():
+                jsonschema.validate(json.loads(call["args"]), SCHEMAS[call["name"]])
             kinds.append("call")
         else:
             # A call cut off by max_tokens ends "length"; otherwise content.
