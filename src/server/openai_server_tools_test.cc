@@ -197,10 +197,11 @@ TEST_F(OpenAiServerTest, AutoParallelCallsAreOneToolCallEach) {
     EXPECT_EQ(ReadStream(SseEvents(s.body)).content, "Both: ");
 
     // The Responses API: the text, then one function_call item per call.
-    Reply rr = Call("POST", "/v1/responses",
-                    R"({"model":"scripted-model","input":"weather?","tools":[{"type":"function",)"
-                    R"("name":"get_weather","parameters":{"type":"object","properties":{)"
-                    R"("city":{"type":"string"}},"required":["city"]}}]})");
+    const std::string responses_body =
+        R"({"model":"scripted-model","input":"weather?","tools":[{"type":"function",)"
+        R"("name":"get_weather","parameters":{"type":"object","properties":{)"
+        R"("city":{"type":"string"}},"required":["city"]}}])";
+    Reply rr = Call("POST", "/v1/responses", responses_body + "}");
     ASSERT_EQ(rr.status, 200) << rr.body;
     const json resp = json::parse(rr.body);
     const json& items = resp["output"];
@@ -211,6 +212,18 @@ TEST_F(OpenAiServerTest, AutoParallelCallsAreOneToolCallEach) {
     EXPECT_EQ(items[2]["type"], "function_call");
     EXPECT_EQ(items[2]["arguments"], R"({"city":"Oslo"})");
     EXPECT_NE(items[1]["call_id"], items[2]["call_id"]);
+    // Streamed: each call's item is done before the next one is added.
+    Reply rs = Call("POST", "/v1/responses", responses_body + R"(,"stream":true})");
+    ASSERT_EQ(rs.status, 200) << rs.body;
+    std::vector<std::pair<std::string, int>> order;
+    for (const json& e : SseEvents(rs.body))
+      if (e.is_object() && e.contains("item") && e["item"]["type"] == "function_call")
+        order.emplace_back(e["type"], e["output_index"]);
+    const std::vector<std::pair<std::string, int>> want = {{"response.output_item.added", 1},
+                                                           {"response.output_item.done", 1},
+                                                           {"response.output_item.added", 2},
+                                                           {"response.output_item.done", 2}};
+    EXPECT_EQ(order, want);
   }
 }
 

@@ -114,6 +114,7 @@ void ResponsesStream::StreamCalls(const std::string& text) {
   parser_.Feed(text, &deltas);
   for (const api::ToolCallDelta& d : deltas) {
     if (!d.name.empty()) {
+      if (opts_.request->stream) CloseCalls(calls_.size(), "completed");
       calls_.push_back({api::NewFunctionCallItemId(), api::NewToolCallId(), d.name, std::string()});
       if (opts_.request->stream)
         Write("response.output_item.added",
@@ -155,8 +156,13 @@ void ResponsesStream::CloseMessage(std::string_view status) {
 void ResponsesStream::CloseItems(bool cut) {
   const std::string_view status = cut ? "incomplete" : "completed";
   if (calls_.empty()) return CloseMessage(status);
+  CloseCalls(calls_.size(), status);
+}
+
+void ResponsesStream::CloseCalls(size_t end, std::string_view status) {
   const size_t base = CallBase();
-  for (size_t i = 0; i < calls_.size(); ++i) {
+  for (; calls_closed_ < end; ++calls_closed_) {
+    const size_t i = calls_closed_;
     const Call& c = calls_[i];
     Write("response.function_call_arguments.done", {{"item_id", c.item_id},
                                                     {"output_index", base + i},
@@ -176,8 +182,12 @@ Json ResponsesStream::FinalOutput(bool cut) {
   } else {
     // Auto: the text before the call, complete once the call began.
     if (CallBase() == 1) out.push_back(api::MessageItem(msg_id_, "completed", text_));
-    for (const Call& c : calls_)
-      out.push_back(api::FunctionCallItem(c.item_id, c.call_id, c.name, c.arguments, status));
+    // A call is complete once the next one began; only the last can be cut.
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      const Call& c = calls_[i];
+      out.push_back(api::FunctionCallItem(c.item_id, c.call_id, c.name, c.arguments,
+                                          i + 1 < calls_.size() ? "completed" : status));
+    }
   }
   return out;
 }

@@ -74,6 +74,9 @@ class ResponsesStream {
   void CloseMessage(std::string_view status);
   // Streams: the closing events of the open items.
   void CloseItems(bool cut);
+  // Streams: the closing events of the calls before the last one (a call
+  // is done when the next one starts, as OpenAI streams them).
+  void CloseCalls(size_t end, std::string_view status);
   // Output index of the first call: after the message item, if any.
   size_t CallBase() const;
   // The output items of the finished response.
@@ -104,6 +107,7 @@ class ResponsesStream {
   std::string call_text_;    // auto tool calls: what the model wrote from the call on
   api::ToolCallParser parser_;
   std::vector<Call> calls_;
+  size_t calls_closed_ = 0;  // streams: calls whose closing events went out
   std::optional<Clock::time_point> t_first_;
   Clock::time_point t_last_, t_prev_token_;
   api::Usage usage_;

@@ -253,6 +253,11 @@ def test_auto_parallel_function_calls_streamed(brisk_server):
                                                              ("function_call", 1)]
     done = [e for e in events if e.type == "response.function_call_arguments.done"]
     assert [json.loads(e.arguments) for e in done] == [{"city": "Paris"}, {"city": "Rome"}]
+    # As OpenAI streams them: the first call is done before the second begins.
+    order = [(e.type, e.output_index) for e in events
+             if e.type in ("response.output_item.added", "response.output_item.done")]
+    assert order == [("response.output_item.added", 0), ("response.output_item.done", 0),
+                     ("response.output_item.added", 1), ("response.output_item.done", 1)]
     final = events[-1].response
     assert [o.type for o in final.output] == ["function_call", "function_call"]
     assert final.output[0].call_id != final.output[1].call_id
