@@ -128,6 +128,18 @@ def text_pads_copy(model):
     return str(dst)
 
 
+def lognormal_load(input_len, input_spread, input_range, output_range, requests, users, seed):
+    """`brisk bench` arguments: random prompts of lognormal length (median
+    input_len) in input_range, outputs in output_range (their median and
+    spread are added per workload), closed loop of `users`."""
+    return ["--workload", "random", "--length-dist", "lognormal",
+            "--input-len", str(input_len), "--input-spread", str(input_spread),
+            "--input-min", str(input_range[0]), "--input-max", str(input_range[1]),
+            "--output-min", str(output_range[0]), "--output-max", str(output_range[1]),
+            "--ignore-eos", "--num-requests", str(requests), "--warmup", "0",
+            "--concurrency", str(users), "--seed", str(seed)]
+
+
 def scheduler(threads, model=None, workload="mixed", kv_cache=None):
     d = OUT / "scheduler"
     d.mkdir(parents=True, exist_ok=True)
@@ -137,11 +149,7 @@ def scheduler(threads, model=None, workload="mixed", kv_cache=None):
         # Mixed, long-tailed: prompts 16..1024 and outputs 8..512 (lognormal), 96
         # requests, 32 concurrent users; two tails for the outputs.
         desc = "prompts lognormal median 160 (sigma 0.8) in 16..1024"
-        common = ["--workload", "random", "--length-dist", "lognormal",
-                  "--input-len", "160", "--input-spread", "0.8", "--input-min", "16",
-                  "--input-max", "1024", "--output-min", "8", "--output-max", "512",
-                  "--ignore-eos", "--num-requests", "96", "--warmup", "0", "--concurrency", "32",
-                  "--seed", "1"]
+        common = lognormal_load(160, 0.8, (16, 1024), (8, 512), 96, 32, 1)
         workloads = {
             "outputs median 64, sigma 1.0": ["--output-len", "64", "--output-spread", "1.0"],
             "outputs median 24, sigma 1.5": ["--output-len", "24", "--output-spread", "1.5"],
@@ -152,11 +160,7 @@ def scheduler(threads, model=None, workload="mixed", kv_cache=None):
         # concurrent users (four requests per slot; on the 1B shape a run takes
         # about four minutes per policy).
         desc = "prompts lognormal median 100 (sigma 0.3) in 64..160"
-        common = ["--workload", "random", "--length-dist", "lognormal",
-                  "--input-len", "100", "--input-spread", "0.3", "--input-min", "64",
-                  "--input-max", "160", "--output-min", "256", "--output-max", "1024",
-                  "--ignore-eos", "--num-requests", "64", "--warmup", "0", "--concurrency", "16",
-                  "--seed", "7"]
+        common = lognormal_load(100, 0.3, (64, 160), (256, 1024), 64, 16, 7)
         workloads = {
             "outputs median 400, sigma 0.5": ["--output-len", "400", "--output-spread", "0.5"],
         }
