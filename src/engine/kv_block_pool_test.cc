@@ -112,5 +112,62 @@ TEST(KvBlockPoolTest, KeptBlocksAreFreeButReusedLastInKeeperOrder) {
   pool.set_keeper(nullptr);
 }
 
+TEST(KvBlockPoolTest, LocalPagesComeWithTheirBlockAndGoBackOnDrop) {
+  KvBlockPool pool(12, 2);  // every block takes 3 pages while it has its locals
+  std::vector<int32_t> a;
+  ASSERT_TRUE(pool.Allocate(3, &a));
+  EXPECT_EQ(pool.num_used(), 9);
+  std::set<int32_t> pages(a.begin(), a.end());
+  for (int32_t b : a) {
+    ASSERT_EQ(pool.Locals(b).size(), 2u);
+    pages.insert(pool.Locals(b).begin(), pool.Locals(b).end());
+  }
+  EXPECT_EQ(pages.size(), 9u);  // all distinct
+  std::vector<int32_t> none;
+  EXPECT_FALSE(pool.Allocate(2, &none));  // 6 pages, 3 free
+  EXPECT_TRUE(none.empty());
+  pool.DropLocals(a[0]);  // the window has left it
+  EXPECT_TRUE(pool.Locals(a[0]).empty());
+  EXPECT_EQ(pool.num_used(), 7);
+  ASSERT_TRUE(pool.Allocate(1, &none));
+  EXPECT_EQ(pool.num_used(), 10);
+  pool.ReleaseTable(a);
+  pool.Release(none);
+  EXPECT_EQ(pool.num_used(), 0);
+  EXPECT_EQ(pool.num_free(), 12);
+  EXPECT_EQ(pool.high_water(), 10);
+}
+
+TEST(KvBlockPoolTest, KeptBlockKeepsItsLocalPagesUntilEvicted) {
+  KvBlockPool pool(9, 2);
+  EvenKeeper keeper;
+  pool.set_keeper(&keeper);
+  std::vector<int32_t> a;
+  ASSERT_TRUE(pool.Allocate(3, &a));
+  EXPECT_EQ(a[0], 0);  // block 0 (kept when released), its locals 1 and 2
+  pool.DropLocals(a[2]);
+  pool.ReleaseTable(a);
+  EXPECT_EQ(pool.num_used(), 0);
+  int64_t kept_pages = 0;
+  for (int32_t b : keeper.kept) kept_pages += 1 + static_cast<int64_t>(pool.Locals(b).size());
+  EXPECT_EQ(pool.num_kept(), kept_pages);
+  EXPECT_GT(kept_pages, 0);
+  // Taking every page evicts every kept block, their local pages with them.
+  std::vector<int32_t> b;
+  ASSERT_TRUE(pool.Allocate(3, &b));
+  EXPECT_EQ(pool.num_kept(), 0);
+  EXPECT_EQ(pool.num_free(), 0);
+  std::set<int32_t> pages(b.begin(), b.end());
+  for (int32_t x : b) pages.insert(pool.Locals(x).begin(), pool.Locals(x).end());
+  EXPECT_EQ(pages.size(), 9u);
+  pool.ReleaseTable(b);
+  keeper.kept.clear();
+  for (int32_t x : b)
+    if (x % 2 == 0) pool.ReturnKept(x);
+  EXPECT_EQ(pool.num_kept(), 0);
+  EXPECT_EQ(pool.num_free(), 9);
+  pool.set_keeper(nullptr);
+}
+
 }  // namespace
 }  // namespace brisk
