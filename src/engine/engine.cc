@@ -27,10 +27,11 @@ Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOption
               ? std::min<int64_t>(options.max_context_tokens, model.config().context_length)
               : model.config().context_length),
       threads_(options.n_threads),
-      kv_(model.kv_shape(options.block_size, options.kv_type),
-          KvCache::BlocksForBudget(model.kv_shape(options.block_size, options.kv_type),
-                                   options.kv_budget_bytes)),
-      pool_(kv_.num_blocks()),
+      kv_(model.kv_shape(options.block_size, options.kv_type, options.window_paging),
+          KvCache::BlocksForBudget(
+              model.kv_shape(options.block_size, options.kv_type, options.window_paging),
+              options.kv_budget_bytes)),
+      pool_(kv_.num_blocks(), kv_.shape().local_groups),
       scheduler_(
           [&] {
             SchedulerOptions s;
@@ -43,6 +44,7 @@ Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOption
             s.aging_s = options.aging_s;
             s.fair_share = options.fair_share;
             for (int p = 0; p < kNumPriorities; ++p) s.max_waiting[p] = options.max_waiting[p];
+            if (kv_.shape().local_groups > 0) s.sliding_window = model.config().sliding_window;
             return s;
           }(),
           &pool_),
@@ -76,10 +78,10 @@ Status Engine::Validate(const GenerationRequest& r) const {
   // Every sample needs its own blocks for what it generates (plus the shared
   // last prompt block it copies on its first write); the prompt is shared.
   const int64_t need_blocks =
-      scheduler_.BlocksFor(static_cast<int64_t>(r.prompt.size()) + r.max_tokens) +
-      int64_t{r.n - 1} * (scheduler_.BlocksFor(r.max_tokens) + 1);
+      scheduler_.PagesFor(static_cast<int64_t>(r.prompt.size()) + r.max_tokens) +
+      int64_t{r.n - 1} * (scheduler_.PagesFor(r.max_tokens) + pool_.PagesFor(1));
   if (need_blocks > pool_.num_blocks())
-    return OutOfRange("request needs {} KV blocks but the cache holds {}", need_blocks,
+    return OutOfRange("request needs {} KV pages but the cache holds {}", need_blocks,
                       pool_.num_blocks());
   for (int32_t t : r.prompt)
     if (t < 0 || t >= model_.config().vocab) return InvalidArgument("token id {} out of range", t);
@@ -149,12 +151,28 @@ void Engine::ReleaseFinished() {
   }
 }
 
+// Window paging: the local layer groups' tables of a sequence, from its
+// blocks' local pages (-1 where the window has left a block).
+std::span<const int32_t> Engine::LocalTables(const SeqState& st, std::vector<int32_t>* tables) {
+  const int groups = pool_.locals_per_block();
+  const size_t n = st.blocks.size();
+  tables->assign(n * static_cast<size_t>(groups), -1);
+  for (size_t b = 0; b < n; ++b) {
+    const auto locals = pool_.Locals(st.blocks[b]);
+    for (size_t g = 0; g < locals.size(); ++g) (*tables)[g * n + b] = locals[g];
+  }
+  return *tables;
+}
+
 Status Engine::RunForward(const SchedulerOutput& so) {
   for (const auto& [src, dst] : so.block_copies) kv_.CopyBlock(src, dst);
   batch_.Clear();
   all_rows_.clear();
-  for (const ScheduledChunk& c : so.chunks) {
+  if (local_tables_.size() < so.chunks.size()) local_tables_.resize(so.chunks.size());
+  for (size_t i = 0; i < so.chunks.size(); ++i) {
+    const ScheduledChunk& c = so.chunks[i];
     const SeqState* st = scheduler_.Find(c.id);
+    const std::span<const int32_t> locals = LocalTables(*st, &local_tables_[i]);
     if (c.pos_begin < st->num_prompt) outputs_.NoteScheduled(*st);  // prefill: usage facts
     // Prompt logprobs (echo) need every position's row; nobody else pays.
     const bool all = c.pos_begin < st->num_prompt && outputs_.WantsAllLogits(c);
@@ -164,14 +182,15 @@ Status Engine::RunForward(const SchedulerOutput& so) {
       draft_tokens_.assign(st->tokens.begin() + c.pos_begin,
                            st->tokens.begin() + c.pos_begin + c.n_tokens);
       draft_tokens_.insert(draft_tokens_.end(), c.draft.begin(), c.draft.end());
-      batch_.Add(draft_tokens_, c.pos_begin, st->blocks, BatchSequence::Logits::kAll);
+      batch_.Add(draft_tokens_, c.pos_begin, st->blocks, BatchSequence::Logits::kAll, locals);
       continue;
     }
     batch_.Add(std::span<const int32_t>(st->tokens).subspan(c.pos_begin, c.n_tokens), c.pos_begin,
                st->blocks,
                all        ? BatchSequence::Logits::kAll
                : c.sample ? BatchSequence::Logits::kLast
-                          : BatchSequence::Logits::kNone);
+                          : BatchSequence::Logits::kNone,
+               locals);
   }
   outputs_.PrefetchMasks(so.chunks, static_cast<size_t>(model_.config().vocab));
   const auto t_fwd = Clock::now();

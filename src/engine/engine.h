@@ -49,6 +49,10 @@ struct EngineOptions {
   int max_waiting[kNumPriorities] = {256, 1024};
   int64_t max_context_tokens = 0;  // 0 = the model's context length
   bool prefault_kv = false;        // commit the KV pool's memory at construction
+  // Sliding-window models: blocks the window has left give their local
+  // layers' KV back to the pool (kv_block_pool.h). Off: every layer keeps
+  // every block (what the window freeing is checked against).
+  bool window_paging = true;
   SpeculativeOptions speculative;  // off by default (method none)
   // Structured output: compute a step's grammar token masks on their own
   // thread while the forward pass runs. Auto: where the machine has more
@@ -96,6 +100,7 @@ class Engine {
   // Finished sequences give their blocks back and leave the speculator.
   void ReleaseFinished();
   Status RunForward(const SchedulerOutput& so);
+  std::span<const int32_t> LocalTables(const SeqState& st, std::vector<int32_t>* tables);
 
   LlamaModel& model_;
   EngineOptions opts_;
@@ -114,6 +119,8 @@ class Engine {
   std::vector<float> logits_;
   std::vector<uint8_t> all_rows_;      // per scheduled chunk: every position's logits (echo)
   std::vector<int32_t> draft_tokens_;  // a drafted decode's positions (scratch)
+  // Per scheduled chunk: its sequence's local block tables (window paging).
+  std::vector<std::vector<int32_t>> local_tables_;
   std::vector<SeqResult> results_;
   StepStats last_step_;
 };

@@ -43,9 +43,9 @@ Status Scheduler::Add(SeqState seq) {
   if (seq.tokens.empty() || seq.num_prompt <= 0 || seq.num_prompt > seq.num_tokens())
     return InvalidArgument("a sequence needs a non-empty prompt");
   if (seqs_.count(seq.id)) return InvalidArgument("sequence id {} is already queued", seq.id);
-  if (BlocksFor(seq.num_tokens()) > pool_->num_blocks())
-    return InvalidArgument("{} tokens need {} KV blocks but the cache holds {}", seq.num_tokens(),
-                           BlocksFor(seq.num_tokens()), pool_->num_blocks());
+  if (PagesFor(seq.num_tokens()) > pool_->num_blocks())
+    return InvalidArgument("{} tokens need {} KV pages but the cache holds {}", seq.num_tokens(),
+                           PagesFor(seq.num_tokens()), pool_->num_blocks());
   if (seq.num_seats < 1 || seq.num_seats > opts_.max_concurrent_sequences)
     return InvalidArgument(
         "a request of {} samples can never run: at most {} sequences run at once", seq.num_seats,
@@ -62,6 +62,7 @@ Status Scheduler::Add(SeqState seq) {
   seq.block_hashes.clear();
   seq.num_published = 0;
   seq.num_cached_prompt = -1;
+  seq.num_window_checked = 0;
   seq.status = SeqStatus::kWaiting;
   seq.num_preemptions = 0;
   seq.first_scheduled_s = -1;
@@ -168,8 +169,14 @@ void Scheduler::AdmitFromPrefixCache(SeqState& s) {
   prefix_cache_.HashFullBlocks(s.salt, s.tokens, &s.block_hashes);
   const size_t max_hits =
       std::min(static_cast<size_t>((s.num_tokens() - 1) / opts_.block_size), s.block_hashes.size());
-  const int32_t hits = prefix_cache_.AcquirePrefix(
+  int32_t hits = prefix_cache_.AcquirePrefix(
       std::span<const BlockHash>(s.block_hashes).first(max_hits), &s.blocks);
+  if (WindowPaging()) {  // the local layers need the window before the first computed token
+    const int32_t usable = WindowedHits(s, hits);
+    pool_->ReleaseTable(std::span<const int32_t>(s.blocks).subspan(static_cast<size_t>(usable)));
+    s.blocks.resize(static_cast<size_t>(usable));
+    hits = usable;
+  }
   s.num_computed = hits * opts_.block_size;
   s.num_published = hits;
   if (first) {
@@ -256,6 +263,7 @@ void Scheduler::ReturnToWaiting(SeqState& s) {
   s.blocks.clear();
   s.num_computed = 0;
   s.num_published = 0;
+  s.num_window_checked = 0;
   LeaveRunning(s);
   waiting_.push_back(&s);
   ++num_waiting_[static_cast<int>(s.priority)];
@@ -288,6 +296,9 @@ bool Scheduler::AllocateOrPreempt(SeqState& s, int32_t n_new, double now_s, Sche
   if (cow) {  // copy-on-write: the first divergent block
     const int32_t shared = s.blocks[write_block];
     out.block_copies.emplace_back(shared, got[k]);
+    const auto from = pool_->Locals(shared), to = pool_->Locals(got[k]);
+    for (size_t i = 0; i < from.size() && i < to.size(); ++i)
+      out.block_copies.emplace_back(from[i], to[i]);
     s.blocks[write_block] = got[k++];
     pool_->Release(std::span<const int32_t>(&shared, 1));
   }
@@ -340,7 +351,7 @@ void Scheduler::MakeRoom(double now_s, SchedulerOutput& out) {
       if (victims.empty()) return;
       for (SeqState* v : victims) Preempt(*v, out);
     }
-    while (pool_->num_free() < blocks) {
+    while (pool_->num_free() < pool_->PagesFor(blocks)) {
       const auto victims = SlotVictims(*s, 1, now_s, none, planned);
       if (victims.empty()) return;
       Preempt(*victims[0], out);
@@ -484,6 +495,7 @@ void Scheduler::UpdateFromOutput(const SchedulerOutput& out, std::span<const Seq
     if (r.token >= 0) s.tokens.push_back(r.token);
     if (r.finished) {
       finished_log_.emplace_back(last_now_s_, s.num_generated());
+      PublishComputed(s);  // its last chunk's blocks, before they are released
       Free(s);
       Remove(r.id);
     }
@@ -493,6 +505,7 @@ void Scheduler::UpdateFromOutput(const SchedulerOutput& out, std::span<const Seq
     if (it == seqs_.end()) continue;
     if (!c.draft.empty()) ReleaseUnusedBlocks(*it->second);
     PublishComputed(*it->second);
+    if (WindowPaging()) DropOutOfWindow(*it->second);
   }
   while (!finished_log_.empty() && finished_log_.front().first < last_now_s_ - 300)
     finished_log_.pop_front();

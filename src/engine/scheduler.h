@@ -36,6 +36,11 @@
 //  - prefix cache (engine/prefix_cache.h): on admission the longest run of
 //    cached full blocks is reused and computing starts after it; blocks are
 //    published to the cache as their K/V are computed;
+//  - sliding window (sliding_window > 0, the pool pages local layers
+//    separately: kv_block_pool.h): a block that has left a sequence's
+//    window drops its local pages when the sequence is its only holder; a
+//    prefix-cache hit is cut back to where the local layers still hold the
+//    window before it (scheduler_window.cc);
 //  - static batching (continuous_batching = false): a batch is admitted only
 //    when nothing runs, and runs until its longest member finishes. Kept as
 //    the baseline continuous batching is measured against.
@@ -68,6 +73,9 @@ struct SchedulerOptions {
   double aging_s = 5;      // batch sequences waiting this long rank as interactive
   bool fair_share = true;  // running slots shared equally between tenants
   int max_waiting[kNumPriorities] = {256, 1024};
+  // Positions a local layer sees, when the pool gives blocks local pages
+  // (KvBlockPool::locals_per_block > 0); 0: no window freeing.
+  int sliding_window = 0;
 };
 
 enum class SeqStatus : uint8_t { kWaiting, kRunning, kFinished };
@@ -95,6 +103,7 @@ struct SeqState {
   std::vector<BlockHash> block_hashes;  // of full blocks of `tokens`
   int32_t num_published = 0;            // blocks published to the prefix cache
   int32_t num_cached_prompt = -1;       // prompt tokens found cached at first admission
+  int32_t num_window_checked = 0;       // leading blocks already past the sliding window
   SeqStatus status = SeqStatus::kWaiting;
   int32_t num_preemptions = 0;
   double first_scheduled_s = -1;
@@ -206,6 +215,9 @@ class Scheduler {
   int64_t BlocksFor(int64_t n_tokens) const {
     return (n_tokens + opts_.block_size - 1) / opts_.block_size;
   }
+  // Pool pages a sequence of this many tokens holds at most: its blocks,
+  // and their local pages for at most the window and one chunk.
+  int64_t PagesFor(int64_t n_tokens) const;
 
  private:
   bool Outranks(const SeqState& a, const SeqState& b, double now_s) const;
@@ -218,6 +230,9 @@ class Scheduler {
   void AttachDrafts(int budget, SchedulerOutput& out);
   void AcceptDraft(SeqState& s, const SchedulerOutput& out, int32_t accepted);
   void ReleaseUnusedBlocks(SeqState& s);
+  bool WindowPaging() const { return opts_.sliding_window > 0 && pool_->locals_per_block() > 0; }
+  void DropOutOfWindow(SeqState& s);
+  int32_t WindowedHits(const SeqState& s, int32_t hits) const;
   bool TryAdmit(SeqState& s, int budget, double now_s, SchedulerOutput& out,
                 std::vector<SeqState*>& scheduled);
   int EffectivePriority(const SeqState& s, double now_s) const;

@@ -29,7 +29,7 @@ void Scheduler::AttachDrafts(int budget, SchedulerOutput& out) {
     const int64_t extra = BlocksFor(int64_t{c.pos_begin} + c.n_tokens + k) - have;
     if (extra > 0) {
       std::vector<int32_t> got;
-      const int64_t can = std::min<int64_t>(extra, pool_->num_free());
+      const int64_t can = std::min<int64_t>(extra, pool_->num_free() / pool_->PagesFor(1));
       if (can > 0 && pool_->Allocate(can, &got))
         s.blocks.insert(s.blocks.end(), got.begin(), got.end());
       const int64_t room =

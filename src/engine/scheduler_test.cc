@@ -386,6 +386,25 @@ TEST(SchedulerTest, PrefixCacheReusesFullBlocksPerSalt) {
   EXPECT_EQ(st.prefix_hit_tokens, 16 + 12);
 }
 
+// A request that finishes in the step that computed its last prompt chunk
+// (max_tokens 1: classification, scoring) still leaves its blocks cached.
+TEST(SchedulerTest, PrefixCacheKeepsTheBlocksOfARequestFinishedInItsLastChunk) {
+  SchedulerOptions o = Opts(64, 4, 4);
+  o.prefix_cache = true;
+  Sim sim(o, 64);
+  auto a = MakeSeq(1, 30);
+  a.salt = RootBlockHash("t");
+  sim.Add(std::move(a), 1);
+  sim.RunAll();
+  auto b = MakeSeq(2, 30);
+  b.salt = RootBlockHash("t");
+  sim.Add(std::move(b), 1);
+  const auto out = sim.Step();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].pos_begin, 28);  // 7 full blocks of 30
+  sim.RunAll();
+}
+
 TEST(SchedulerTest, KvWasteIsReported) {
   Sim sim(Opts(64, 8, 16), 256);
   for (int i = 1; i <= 8; ++i) sim.Add(MakeSeq(i, 100 + i, Priority::kInteractive, 0.001 * i), 64);

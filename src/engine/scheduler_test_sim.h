@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -33,7 +34,8 @@ inline SeqState MakeSeq(int64_t id, int n_prompt, Priority p = Priority::kIntera
 
 // Drives a scheduler like the engine does, checking invariants every step.
 struct Sim {
-  Sim(SchedulerOptions o, int64_t blocks) : pool(blocks), sched(o, &pool) {}
+  // locals: local pages per block (sliding-window paging, o.sliding_window).
+  Sim(SchedulerOptions o, int64_t blocks, int locals = 0) : pool(blocks, locals), sched(o, &pool) {}
   KvBlockPool pool;
   Scheduler sched;
   std::map<int64_t, int> max_gen;                   // id -> tokens to generate
@@ -60,6 +62,7 @@ struct Sim {
       EXPECT_EQ(c.pos_begin, s->num_computed);
       EXPECT_GE(static_cast<int64_t>(s->blocks.size()) * sched.options().block_size,
                 c.pos_begin + c.n_tokens);
+      CheckWindowHeld(*s, c);
       if (!c.sample) continue;
       std::vector<int32_t> toks(s->tokens.begin(), s->tokens.end());
       SeqResult r;
@@ -83,6 +86,17 @@ struct Sim {
     now += 0.01;
     return out;
   }
+  // Window paging: every block the chunk's local layers read or write
+  // still has its local pages.
+  void CheckWindowHeld(const SeqState& s, const ScheduledChunk& c) {
+    const int w = sched.options().sliding_window, bs = sched.options().block_size;
+    if (w <= 0 || pool.locals_per_block() == 0) return;
+    const int64_t end = sched.BlocksFor(int64_t{c.pos_begin} + c.num_positions());
+    for (int64_t b = std::max(0, c.pos_begin - w + 1) / bs; b < end; ++b)
+      EXPECT_EQ(pool.Locals(s.blocks[static_cast<size_t>(b)]).size(),
+                static_cast<size_t>(pool.locals_per_block()))
+          << "seq " << s.id << " block " << b << " at position " << c.pos_begin;
+  }
   void CheckAccounting() {
     std::map<int32_t, int> refs;
     for (const auto& [id, g] : max_gen) {
@@ -90,7 +104,9 @@ struct Sim {
       if (!s) continue;
       for (int32_t b : s->blocks) ++refs[b];
     }
-    ASSERT_EQ(static_cast<int64_t>(refs.size()), pool.num_used());
+    int64_t pages = static_cast<int64_t>(refs.size());
+    for (const auto& [b, n] : refs) pages += static_cast<int64_t>(pool.Locals(b).size());
+    ASSERT_EQ(pages, pool.num_used());
     for (auto& [b, n] : refs) ASSERT_EQ(pool.RefCount(b), n) << "block " << b;
     ASSERT_EQ(pool.num_used() + pool.num_free(), pool.num_blocks());
     // Running slots per tenant match the running sequences.

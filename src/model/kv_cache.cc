@@ -99,10 +99,10 @@ KvCache::KvCache(const KvCacheShape& shape, int64_t num_blocks)
       // calloc: large pools come zeroed from the OS and are committed lazily,
       // page by page, as blocks are first written.
       data_(static_cast<uint8_t*>(
-          std::calloc(static_cast<size_t>(num_blocks * shape.BytesPerBlock()), 1))) {}
+          std::calloc(static_cast<size_t>(num_blocks * shape.BytesPerPage()), 1))) {}
 
 int64_t KvCache::BlocksForBudget(const KvCacheShape& shape, int64_t budget_bytes) {
-  return std::max<int64_t>(1, budget_bytes / shape.BytesPerBlock());
+  return std::max<int64_t>(1, budget_bytes / shape.BytesPerPage());
 }
 
 void KvCache::StoreToken(int layer, const int32_t* block_table, int32_t pos, const float* k,
@@ -199,8 +199,12 @@ void KvCache::Prefault() {
 }
 
 void KvCache::CopyBlock(int64_t src, int64_t dst) {
-  for (int l = 0; l < shape_.n_layers; ++l)
-    std::memcpy(KBlock(l, dst), KBlock(l, src), shape_.BlockStride());
+  const int slots = shape_.page_layers > 0 ? shape_.page_layers : shape_.n_layers;
+  for (int j = 0; j < slots; ++j) {
+    uint8_t* base = data_.get() + j * num_blocks_ * shape_.BlockStride();
+    std::memcpy(base + dst * shape_.BlockStride(), base + src * shape_.BlockStride(),
+                shape_.BlockStride());
+  }
 }
 
 }  // namespace brisk

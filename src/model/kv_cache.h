@@ -54,17 +54,31 @@ struct KvCacheShape {
   }
   // Bytes one block takes over all layers.
   int64_t BytesPerBlock() const { return int64_t{n_layers} * BlockStride(); }
+
+  // Paging by layer group (sliding-window models; engine/kv_block_pool.h):
+  // a pool page holds one block of page_layers layers. Layer l reads and
+  // writes slot layer_slot[l] of the pages in its group's block table
+  // (group 0: the sequence's blocks; group k > 0: their local pages k - 1).
+  // Empty vectors: one group, every layer in every page (slot = layer).
+  std::vector<int> layer_group, layer_slot;
+  int page_layers = 0;   // 0: n_layers
+  int local_groups = 0;  // groups after the first (KvBlockPool::locals_per_block)
+  int group(int layer) const { return layer_group.empty() ? 0 : layer_group[layer]; }
+  int slot(int layer) const { return layer_slot.empty() ? layer : layer_slot[layer]; }
+  int64_t BytesPerPage() const {
+    return int64_t{page_layers > 0 ? page_layers : n_layers} * BlockStride();
+  }
 };
 
 class KvCache {
  public:
   KvCache(const KvCacheShape& shape, int64_t num_blocks);
-  // The number of blocks a memory budget holds (at least 1).
+  // The number of blocks (pages) a memory budget holds (at least 1).
   static int64_t BlocksForBudget(const KvCacheShape& shape, int64_t budget_bytes);
 
   const KvCacheShape& shape() const { return shape_; }
-  int64_t num_blocks() const { return num_blocks_; }
-  int64_t bytes() const { return num_blocks_ * shape_.BytesPerBlock(); }
+  int64_t num_blocks() const { return num_blocks_; }  // pool pages
+  int64_t bytes() const { return num_blocks_ * shape_.BytesPerPage(); }
 
   // Stores one token's K and V (kv_dim floats each, KV heads one after the
   // other) at position `pos` of the sequence whose blocks are `block_table`
@@ -82,14 +96,14 @@ class KvCache {
   // Commits every page of the pool now (a server does this at start, so the
   // first requests do not pay for page faults and memory is known up front).
   void Prefault();
-  // Copies block src to block dst in every layer (copy-on-write of a shared block).
+  // Copies page src to page dst in every slot (copy-on-write of a shared block).
   void CopyBlock(int64_t src, int64_t dst);
 
  private:
   // Block `block` of layer `layer`: K as [kv_dim][block_size], then V as
   // [block_size][kv_dim], then the K and V scales.
   uint8_t* KBlock(int layer, int64_t block) const {
-    return data_.get() + (layer * num_blocks_ + block) * shape_.BlockStride();
+    return data_.get() + (shape_.slot(layer) * num_blocks_ + block) * shape_.BlockStride();
   }
   uint8_t* VBlock(int layer, int64_t block) const { return KBlock(layer, block) + values_bytes(); }
   uint8_t* KScales(int layer, int64_t block) const { return VBlock(layer, block) + values_bytes(); }

@@ -306,6 +306,34 @@ Status LlamaModel::Bind(const LoadOptions& options) {
   return Status::Ok();
 }
 
+KvCacheShape LlamaModel::kv_shape(int block_size, KvType type, bool window_paging) const {
+  KvCacheShape shape;
+  shape.n_layers = cfg_.n_layers;
+  shape.n_kv_heads = cfg_.n_kv_heads;
+  shape.head_dim = cfg_.head_dim;
+  shape.block_size = block_size;
+  shape.type = type;
+  int n_global = 0;
+  for (int l = 0; l < cfg_.n_layers; ++l) n_global += !cfg_.IsLocal(l);
+  if (!window_paging || n_global == 0 || n_global == cfg_.n_layers) return shape;
+  shape.page_layers = n_global;
+  shape.local_groups = (cfg_.n_layers - n_global + n_global - 1) / n_global;
+  int global = 0, local = 0;
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    const bool is_local = cfg_.IsLocal(l);
+    const int i = is_local ? local++ : global++;
+    shape.layer_group.push_back(is_local ? 1 + i / n_global : 0);
+    shape.layer_slot.push_back(i % n_global);
+  }
+  return shape;
+}
+
+// The block table layer `layer` of sequence `s` reads and writes.
+static const int32_t* LayerTable(const BatchSequence& s, const KvCacheShape& shape, int layer) {
+  const int g = shape.group(layer);
+  return g == 0 ? s.block_table.data() : s.local_tables.data() + (g - 1) * s.block_table.size();
+}
+
 Status LlamaModel::ValidateBatch(const Batch& batch, const KvCache& kv) const {
   if (kv.shape().n_layers != cfg_.n_layers ||
       kv.shape().kv_dim() != cfg_.n_kv_heads * cfg_.head_dim)
@@ -324,6 +352,18 @@ Status LlamaModel::ValidateBatch(const Batch& batch, const KvCache& kv) const {
     for (int64_t i = 0; i < need; ++i)
       if (s.block_table[i] < 0 || s.block_table[i] >= kv.num_blocks())
         return InvalidArgument("block id {} out of range", s.block_table[i]);
+    const int groups = kv.shape().local_groups;
+    if (static_cast<int64_t>(s.local_tables.size()) !=
+        groups * static_cast<int64_t>(s.block_table.size()))
+      return InvalidArgument("{} local block tables expected", groups);
+    // Local pages: the blocks the first position's window reaches, onwards.
+    const int64_t seen = std::max<int64_t>(0, int64_t{s.pos_begin} - cfg_.sliding_window + 1);
+    for (int g = 0; g < groups; ++g)
+      for (int64_t i = seen / kv.shape().block_size; i < need; ++i) {
+        const int32_t b = s.local_tables[g * s.block_table.size() + i];
+        if (b < 0 || b >= kv.num_blocks())
+          return InvalidArgument("local page id {} out of range", b);
+      }
   }
   if (covered != static_cast<int64_t>(batch.tokens.size()))
     return InvalidArgument("batch tokens not covered by sequences");
@@ -407,8 +447,8 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
       rope(&s.k[b * kv_dim], e - b, cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, &cos[b * half],
            &sin[b * half]);
       for (int64_t t = b; t < e; ++t)
-        kv.StoreToken(l, batch.seqs[s.tok_seq[t]].block_table.data(), s.pos[t], &s.k[t * kv_dim],
-                      &s.v[t * kv_dim]);
+        kv.StoreToken(l, LayerTable(batch.seqs[s.tok_seq[t]], kv.shape(), l), s.pos[t],
+                      &s.k[t * kv_dim], &s.v[t * kv_dim]);
     });
     const auto attn_start = std::chrono::steady_clock::now();
     Attention(l, batch, s.pos, kv, pool);
@@ -499,7 +539,7 @@ void LlamaModel::Attention(int layer, const Batch& batch, const std::vector<int3
       a.window = cfg_.IsLocal(layer) ? cfg_.sliding_window : 0;
       a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
       a.kv = kv.Head(layer, it.kv_head);
-      a.block_table = seq.block_table.data();
+      a.block_table = LayerTable(seq, kv.shape(), layer);
       AttentionCausal(a, scratch);
     }
   };

@@ -106,9 +106,12 @@ class LlamaModel {
 
   const LlamaConfig& config() const { return cfg_; }
   const GgufFile& file() const { return *file_; }
-  KvCacheShape kv_shape(int block_size = 16, KvType type = KvType::kF16) const {
-    return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, block_size, type};
-  }
+  // window_paging (sliding-window models): pages of as many layers as there
+  // are global layers; group 0 the global layers, then the local layers in
+  // groups of that size (the last one padded), so blocks the window has left
+  // can give the local layers' pages back (engine/kv_block_pool.h).
+  KvCacheShape kv_shape(int block_size = 16, KvType type = KvType::kF16,
+                        bool window_paging = false) const;
   // Bytes of weights read per decoded token (for bandwidth reports).
   int64_t weight_bytes() const { return weight_bytes_; }
 
