@@ -21,6 +21,8 @@ CommandRunner RegisterServe(CLI::App& app);
 CommandRunner RegisterGenerate(CLI::App& app);
 // `brisk bench-model`: pp/tg tokens/s and batched decode throughput.
 CommandRunner RegisterBenchModel(CLI::App& app);
+// `brisk bench-kv`: KV memory at long context with and without sliding-window paging.
+CommandRunner RegisterBenchKv(CLI::App& app);
 // `brisk bench`: load-test an OpenAI-compatible server (src/loadgen/).
 CommandRunner RegisterBenchServe(CLI::App& app);
 // `brisk schema compile|check|bench`: structured-output grammars without a model run.

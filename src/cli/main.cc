@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
       *app.add_subcommand("generate", "Generate text from a prompt, streamed to stdout"));
   auto bench = brisk::RegisterBenchModel(*app.add_subcommand(
       "bench-model", "Measure prompt processing and generation speed (tokens/s)"));
+  auto bench_kv = brisk::RegisterBenchKv(*app.add_subcommand(
+      "bench-kv", "Measure KV memory at long context with and without sliding-window paging"));
   auto bench_serve = brisk::RegisterBenchServe(*app.add_subcommand(
       "bench", "Load-test an OpenAI-compatible server (TTFT, TPOT, ITL, goodput)"));
   auto schema = brisk::RegisterSchema(*app.add_subcommand(
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("serve")) return serve();
   if (app.got_subcommand("generate")) return generate();
   if (app.got_subcommand("bench-model")) return bench();
+  if (app.got_subcommand("bench-kv")) return bench_kv();
   if (app.got_subcommand("bench")) return bench_serve();
   if (app.got_subcommand("schema")) return schema();
   if (app.got_subcommand("gateway")) return gateway();
