@@ -60,7 +60,7 @@ struct KvCacheShape {
   // writes slot layer_slot[l] of the pages in its group's block table
   // (group 0: the sequence's blocks; group k > 0: their local pages k - 1).
   // Empty vectors: one group, every layer in every page (slot = layer).
-  std::vector<int> layer_group, layer_slot;
+  std::vector<int> layer_group{}, layer_slot{};
   int page_layers = 0;   // 0: n_layers
   int local_groups = 0;  // groups after the first (KvBlockPool::locals_per_block)
   int group(int layer) const { return layer_group.empty() ? 0 : layer_group[layer]; }
