@@ -13,7 +13,6 @@
 #include "engine/default_model_test_base.h"
 #include "engine/engine.h"
 #include "engine/speculative_test_run.h"
-#include "util/test_support.h"
 
 namespace brisk {
 namespace {
@@ -64,8 +63,7 @@ class EngineDraftModelTest : public DefaultModelTest {
         "Explain why the sky is blue in one sentence.",
         "A list of fruits: apple,",
     };
-    // 32 prompts (16 under the sanitizers: still a full batch of 16).
-    for (int i = 0; reqs.size() < (kSanitizerBuild ? 16u : 32u); ++i) {
+    for (int i = 0; reqs.size() < kSpeculativeTestPrompts; ++i) {
       std::string p = prompts[i % 8];
       if (i >= 8) p.append(1, ' ').append(std::to_string(i));
       reqs.push_back(Greedy(p, max_tokens));

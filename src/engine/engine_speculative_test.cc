@@ -13,7 +13,6 @@
 #include "engine/engine.h"
 #include "engine/speculative_test_run.h"
 #include "grammar/constraint.h"
-#include "util/test_support.h"
 
 namespace brisk {
 namespace {
@@ -35,11 +34,9 @@ class EngineSpeculativeTest : public DefaultModelTest {
         "for i in range(10):\n    print(i)\nfor j in range(10):\n",
         "Copy this sentence exactly: Paris is a city in France. Copy: Paris",
     };
-    // 32 prompts: the above plus variations (16 under the sanitizers: still
-    // a full batch of 16).
-    const size_t n = kSanitizerBuild ? 16 : 32;
+    // The above plus variations.
     std::vector<std::string> all;
-    for (int i = 0; all.size() < n; ++i)
+    for (int i = 0; all.size() < kSpeculativeTestPrompts; ++i)
       all.push_back(i < static_cast<int>(p.size()) ? p[i]
                                                    : p[i % p.size()] + " " + std::to_string(i));
     return all;

@@ -12,8 +12,13 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "util/test_support.h"
 
 namespace brisk {
+
+// Prompts per equality run (greedy with vs without speculation): 32, and 16
+// under the sanitizers (still a full batch of 16; the same code paths).
+inline constexpr size_t kSpeculativeTestPrompts = kSanitizerBuild ? 16 : 32;
 
 struct SpeculativeRun {
   std::map<int64_t, std::vector<int32_t>> tokens;  // by request id
