@@ -395,12 +395,14 @@ void ResponseStream::Complete() {
   // that reads /metrics right after its answer sees its request).
   if (o.stream) {
     StartStream();
+    std::string tail;
     if (o.include_usage)
-      res_->Write(api::SseUsageChunk(o.endpoint, o.id, o.model_id, o.created_unix, usage_));
-    res_->Write(std::string(api::kSseDone));
+      tail = api::SseUsageChunk(o.endpoint, o.id, o.model_id, o.created_unix, usage_);
+    tail += api::kSseDone;
     s.stages = Stages(now, Clock::now());
     const std::string timing = FormatServerTiming(s.stages, StagesTotalMs(s.stages));
-    End(std::move(s));
+    End(std::move(s));  // before [DONE] is queued: a client may stop reading at it
+    res_->Write(std::move(tail));
     res_->End({{"Server-Timing", timing}});
   } else {
     std::string body =
