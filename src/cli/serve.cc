@@ -22,6 +22,7 @@ struct ServeFlags {
   std::string config;
   std::string model;
   std::string model_name;
+  std::string chat_template;
   std::string host;
   int port = -1;
   int threads = 0;
@@ -78,6 +79,7 @@ int RunServe(const ServeFlags& f) {
   InitLogging(cfg.logging);
   if (!f.model.empty()) cfg.model.path = f.model;
   if (!f.model_name.empty()) cfg.model.name = f.model_name;
+  if (!f.chat_template.empty()) cfg.model.chat_template = f.chat_template;
   if (!f.host.empty()) cfg.server.host = f.host;
   if (f.port >= 0) cfg.server.port = f.port;
   if (f.threads > 0) cfg.scheduler.threads = f.threads;
@@ -224,6 +226,8 @@ CommandRunner RegisterServe(CLI::App& app) {
   app.add_option("-c,--config", f->config, "inference.yaml serving profile");
   app.add_option("-m,--model", f->model, "GGUF model file (default: the embedded model)");
   app.add_option("--model-name", f->model_name, "model id served (default: the file's stem)");
+  app.add_option("--chat-template", f->chat_template,
+                 "Jinja chat template file used instead of the model's (model.chat_template)");
   app.add_option("--host", f->host, "address to listen on (default 127.0.0.1)");
   app.add_option("-p,--port", f->port, "port (default 8000; 0 = any free port)")
       ->check(CLI::Range(0, 65535));

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <unordered_set>
 #include <utility>
 
@@ -294,7 +298,8 @@ constexpr const char* kGemmaTurnTemplate =
     "{%- else -%}{%- set prefix = '' -%}{%- set turns = messages -%}{%- endif -%}"
     "{%- for m in turns -%}"
     "{%- set role = 'model' if m['role'] == 'assistant' else m['role'] -%}"
-    "{{ '<start_of_turn>' + role + '\\n' + (prefix if loop.first else '') }}{{ text(m['content']) }}"
+    "{{ '<start_of_turn>' + role + '\\n' + (prefix if loop.first else '') }}{{ text(m['content']) "
+    "}}"
     "{{ '<end_of_turn>\\n' }}"
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{ '<start_of_turn>model\\n' }}{%- endif -%}";
@@ -343,8 +348,8 @@ Expected<std::unique_ptr<PromptRenderer>> PromptRenderer::FromGguf(const GgufFil
       return parsed.status().WithContext("parsing the chat template of " + file.path());
     }
     tmpl = std::move(parsed).value();
-  } else if (auto arch = file.GetStringOr("general.architecture", ""); arch.ok() &&
-                                                                      *arch == "gemma3") {
+  } else if (auto arch = file.GetStringOr("general.architecture", "");
+             arch.ok() && *arch == "gemma3") {
     // Gemma 3 GGUFs may carry no template; Gemma's turn format is fixed
     // (a system message is prefixed to the first user turn; the assistant
     // is "model"). Written for Brisk from the format's description.
@@ -353,6 +358,20 @@ Expected<std::unique_ptr<PromptRenderer>> PromptRenderer::FromGguf(const GgufFil
     tmpl = std::move(parsed).value();
   }
   return std::make_unique<PromptRenderer>(tokenizer, std::move(tmpl));
+}
+
+Expected<std::unique_ptr<PromptRenderer>> PromptRenderer::FromTemplateFile(
+    const std::string& template_path, const Tokenizer& tokenizer) {
+  std::ifstream in(template_path, std::ios::binary);
+  if (!in)
+    return NotFound("cannot open chat template '{}': {}", template_path, std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Internal("reading chat template '{}' failed", template_path);
+  auto parsed = ChatTemplate::Parse(text.str());
+  if (!parsed.ok())
+    return parsed.status().WithContext("parsing the chat template " + template_path);
+  return std::make_unique<PromptRenderer>(tokenizer, std::move(parsed).value());
 }
 
 Expected<RenderedPrompt> PromptRenderer::RenderChat(const OrderedJson& messages,

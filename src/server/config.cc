@@ -63,6 +63,7 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"name", r.String(&m.name, true)},
            {"precision", r.OneOf(&m.precision, kPrecisions)},
            {"max_context_tokens", r.Int(&m.max_context_tokens, 0, kIntMax)},
+           {"chat_template", r.String(&m.chat_template, true)},
        }},
       {"scheduler",
        {

@@ -31,6 +31,7 @@ struct InferenceConfig {
     std::string name;                  // served model id; "" = derived from the file
     std::string precision = "native";  // one of PrecisionNames()
     int64_t max_context_tokens = 0;    // 0 = the model's context length
+    std::string chat_template;         // Jinja file replacing the GGUF's; "" = the file's
     bool operator==(const Model&) const = default;
   } model;
   struct Scheduler {

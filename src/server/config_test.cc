@@ -88,7 +88,8 @@ TEST(ConfigTest, EmptyFileGivesDefaults) {
 TEST(ConfigTest, EveryKeySet) {
   setenv("BRISK_TEST_KEY_ENV", "sk-from-env", 1);
   InferenceConfig c = Parse(R"(
-model: {path: /models/m.gguf, name: smol, precision: q8_0, max_context_tokens: 0}
+model: {path: /models/m.gguf, name: smol, precision: q8_0, max_context_tokens: 0,
+        chat_template: /models/tools.jinja}
 scheduler:
   continuous_batching: false
   max_concurrent_sequences: 1
@@ -129,6 +130,7 @@ keys:
   EXPECT_EQ(c.model.path, "/models/m.gguf");
   EXPECT_EQ(c.model.name, "smol");
   EXPECT_EQ(c.model.precision, "q8_0");
+  EXPECT_EQ(c.model.chat_template, "/models/tools.jinja");
   EXPECT_FALSE(c.scheduler.continuous_batching);
   EXPECT_EQ(c.scheduler.max_concurrent_sequences, 1);
   EXPECT_EQ(c.scheduler.max_batch_tokens, 2048);

@@ -52,8 +52,13 @@ Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfi
   if (!access_log.ok()) return access_log.status().WithContext("logging.access_log_path");
 
   std::unique_ptr<LocalServing> s(new LocalServing());
-  auto renderer = PromptRenderer::FromGguf(model.file(), tokenizer);
-  if (!renderer.ok()) return renderer.status();
+  const std::string& template_path = config.model.chat_template;
+  auto renderer = template_path.empty()
+                      ? PromptRenderer::FromGguf(model.file(), tokenizer)
+                      : PromptRenderer::FromTemplateFile(template_path, tokenizer);
+  if (!renderer.ok())
+    return template_path.empty() ? renderer.status()
+                                 : renderer.status().WithContext("model.chat_template");
   s->renderer_ = std::move(*renderer);
   EngineOptions eo = EngineOptionsFromConfig(config, n_threads);
   if (eo.speculative.method == SpeculativeOptions::Method::kDraftModel) {

@@ -36,6 +36,18 @@ def test_missing_model_file(brisk_bin):
     assert "Traceback" not in r.stderr and "Segmentation" not in r.stderr
 
 
+def test_serve_bad_chat_template(brisk_bin, default_model, tmp_path):
+    # --chat-template (model.chat_template): a missing or broken file stops
+    # serve at startup with an error naming it.
+    bad = tmp_path / "bad.jinja"
+    bad.write_text("{% for m in messages %}{{ m.content }}")
+    for path, why in (("/nonexistent.jinja", "No such file"), (str(bad), "parsing")):
+        r = brisk(brisk_bin, "serve", "--port", "0", "--chat-template", path)
+        assert r.returncode == 1, r.stderr
+        assert "model.chat_template" in r.stderr and path in r.stderr and why in r.stderr
+        assert "Segmentation" not in r.stderr
+
+
 def test_truncated_model_file(brisk_bin, default_model, tmp_path):
     data = open(default_model, "rb").read(5_000_000)
     bad = tmp_path / "truncated.gguf"
