@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "grammar/gbnf.h"
 #include "grammar/regex_grammar.h"
@@ -58,6 +59,7 @@ Expected<std::shared_ptr<const CompiledConstraint>> CompileConstraint(const Cons
       seq.items = g.root;
       seq.min_items = 1;
       seq.separator = spec.separator;
+      seq.separator_end = spec.separator_end < spec.separator.size() ? spec.separator_end : 0;
       g.root = g.AddArray(std::move(seq));
     }
   } else {
@@ -80,6 +82,8 @@ Expected<std::shared_ptr<const CompiledConstraint>> ConstraintCache::Get(const C
   if (!spec.separator.empty()) {  // schema text is JSON: a NUL cannot occur in it
     key += '\0';
     key += spec.separator;
+    key += '\0';
+    key += std::to_string(spec.separator_end);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -37,6 +37,9 @@ struct ConstraintSpec {
   // schema separated by these bytes, without brackets (several tool calls
   // under tool_choice "auto" with a call marker: server/openai_tools.h).
   std::string separator;
+  // With a separator: the text may also end after this many of its bytes
+  // (ArraySpec::separator_end); 0 = only where a value ends.
+  uint32_t separator_end = 0;
 };
 
 // "json_object", "json_schema", "regex", "choice", "grammar".

@@ -100,6 +100,10 @@ struct ArraySpec {
   // item), the text ending where an item ends (min_items >= 1). Several
   // tool calls under tool_choice "auto" (server/openai_tools.h).
   std::string separator;
+  // Non-zero: the text may also end after this many bytes of the separator
+  // (its closing tag, when it is a closing tag and the next item's opening
+  // one: "\n</tool_call>" of "\n</tool_call>\n<tool_call>\n").
+  uint32_t separator_end = 0;
 };
 
 struct GrammarNode {

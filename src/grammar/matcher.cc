@@ -186,7 +186,9 @@ bool GrammarMatcher::CanFinish(const MatchFrame& f) const {
   const GrammarNode& n = g_->nodes[f.node];
   if (n.kind == NodeKind::kArray) {  // a bare sequence ends after an item
     const ArraySpec& a = g_->arrays[n.index];
-    return !a.separator.empty() && f.phase == phase::kArrAfter && f.a >= a.min_items;
+    if (a.separator.empty() || f.a < a.min_items) return false;
+    return f.phase == phase::kArrAfter ||
+           (f.phase == phase::kArrSep && a.separator_end > 0 && f.b == a.separator_end);
   }
   if (n.kind == NodeKind::kLiterals) {
     return f.phase != phase::kStart && g_->literals[n.index].Terminal(f.a) >= 0;

@@ -275,5 +275,35 @@ TEST(MatcherTest, BareSequenceWithSeparator) {
   EXPECT_TRUE(hit);
 }
 
+// separator_end: the text may also end after the separator's closing tag
+// (a call's "\n</tool_call>"), and nowhere else inside the separator.
+TEST(MatcherTest, BareSequenceMayEndAfterTheClosingTag) {
+  ConstraintSpec spec{ConstraintSpec::Kind::kJsonSchema,
+                      R"({"type":"object","properties":{"n":{"type":"integer"}},
+                          "required":["n"],"additionalProperties":false})",
+                      "\n</c>\n<c>\n"};
+  spec.separator_end = 5;  // "\n</c>"
+  auto c = CompileConstraint(spec);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const CompiledSchema& s = (*c)->compiled;
+  for (const char* ok : {R"({"n":1})", "{\"n\":1}\n</c>", "{\"n\":1}\n</c>\n<c>\n{\"n\":2}",
+                         "{\"n\":1}\n</c>\n<c>\n{\"n\":2}\n</c>"})
+    EXPECT_TRUE(Accepts(s, ok)) << ok;
+  for (const char* bad :
+       {"{\"n\":1}\n</c", "{\"n\":1}\n</c>\n", "{\"n\":1}\n</c>\n<c>\n", "{\"n\":1}\n</c>\n</c>"})
+    EXPECT_FALSE(Accepts(s, bad)) << bad;
+  GrammarMatcher m(&s.grammar);
+  ASSERT_TRUE(m.AdvanceBytes("{\"n\":1}\n</c>"));
+  EXPECT_TRUE(m.CanEnd());
+  EXPECT_FALSE(m.Finished());  // the next call's tag may follow
+  // The end position is part of the cache key.
+  ConstraintCache cache;
+  bool hit = true;
+  ASSERT_TRUE(cache.Get(spec, &hit).ok());
+  spec.separator_end = 0;
+  ASSERT_TRUE(cache.Get(spec, &hit).ok());
+  EXPECT_FALSE(hit);
+}
+
 }  // namespace
 }  // namespace brisk

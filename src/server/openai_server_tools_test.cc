@@ -117,18 +117,60 @@ TEST_F(OpenAiServerTest, AutoCallFromTheStartHasNullContent) {
   EXPECT_EQ(st.finish, "tool_calls");
 }
 
-TEST_F(OpenAiServerTest, AutoCallCutOffIsNotACall) {
-  engine_.pieces = {"ok ", "{\"name\":\"get_weather\",\"argu"};
+// A /v1/responses body with the get_weather tool, without its closing '}'.
+const std::string kResponsesToolsBody =
+    R"({"model":"scripted-model","input":"weather?","tools":[{"type":"function",)"
+    R"("name":"get_weather","parameters":{"type":"object","properties":{)"
+    R"("city":{"type":"string"}},"required":["city"]}}])";
+
+// Cut off by max_tokens inside a call: the calls closed before it are the
+// answer (none: the text alone), the unfinished one is dropped, and
+// finish_reason stays "length" (the stream sends the same calls' deltas
+// before its cut).
+TEST_F(OpenAiServerTest, AutoCallsCutOffKeepTheCompleteOnes) {
+  const std::string call = R"({"name":"get_weather","arguments":{"city":"Oslo"}})";
+  const std::string cut = R"({"name":"get_weather","argu)";
+  const std::vector<std::vector<std::string>> outputs = {
+      {"ok ", cut}, {"ok ", call, "\n</tool_call>\n<tool_call>\n" + cut}};
   engine_.trigger_piece = 1;
   engine_.reason = FinishReason::kLength;
   StartServer();
-  Reply r = Call("POST", "/v1/chat/completions", AutoBody());
-  ASSERT_EQ(r.status, 200) << r.body;
-  const json body = json::parse(r.body);
-  const json& ch = body["choices"][0];
-  EXPECT_EQ(ch["finish_reason"], "length");
-  EXPECT_EQ(ch["message"]["content"], "ok ");
-  EXPECT_FALSE(ch["message"].contains("tool_calls"));
+  for (size_t closed = 0; closed < outputs.size(); ++closed) {
+    engine_.pieces = outputs[closed];  // requests run one at a time
+    Reply r = Call("POST", "/v1/chat/completions", AutoBody());
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json body = json::parse(r.body);
+    const json& ch = body["choices"][0];
+    EXPECT_EQ(ch["finish_reason"], "length");
+    EXPECT_EQ(ch["message"]["content"], "ok ");
+    if (closed == 0) {
+      EXPECT_FALSE(ch["message"].contains("tool_calls")) << r.body;
+      continue;
+    }
+    ASSERT_EQ(ch["message"]["tool_calls"].size(), 1u) << r.body;
+    EXPECT_EQ(ch["message"]["tool_calls"][0]["function"]["arguments"], R"({"city":"Oslo"})");
+  }
+
+  // The Responses API: the text, the closed call "completed", the response
+  // "incomplete"; streamed, the cut call is there too, "incomplete".
+  Reply rr = Call("POST", "/v1/responses", kResponsesToolsBody + "}");
+  ASSERT_EQ(rr.status, 200) << rr.body;
+  const json resp = json::parse(rr.body);
+  EXPECT_EQ(resp["status"], "incomplete");
+  const json& items = resp["output"];
+  ASSERT_EQ(items.size(), 2u) << rr.body;
+  EXPECT_EQ(items[0]["type"], "message");
+  EXPECT_EQ(items[1]["type"], "function_call");
+  EXPECT_EQ(items[1]["status"], "completed");
+  EXPECT_EQ(items[1]["arguments"], R"({"city":"Oslo"})");
+  Reply rs = Call("POST", "/v1/responses", kResponsesToolsBody + R"(,"stream":true})");
+  ASSERT_EQ(rs.status, 200) << rs.body;
+  std::vector<std::string> done;
+  for (const json& e : SseEvents(rs.body))
+    if (e.is_object() && e["type"] == "response.output_item.done" &&
+        e["item"]["type"] == "function_call")
+      done.push_back(e["item"]["status"]);
+  EXPECT_EQ(done, (std::vector<std::string>{"completed", "incomplete"}));
 }
 
 // Several calls under "auto" (parallel_tool_calls): the engine's text is
@@ -197,11 +239,7 @@ TEST_F(OpenAiServerTest, AutoParallelCallsAreOneToolCallEach) {
     EXPECT_EQ(ReadStream(SseEvents(s.body)).content, "Both: ");
 
     // The Responses API: the text, then one function_call item per call.
-    const std::string responses_body =
-        R"({"model":"scripted-model","input":"weather?","tools":[{"type":"function",)"
-        R"("name":"get_weather","parameters":{"type":"object","properties":{)"
-        R"("city":{"type":"string"}},"required":["city"]}}])";
-    Reply rr = Call("POST", "/v1/responses", responses_body + "}");
+    Reply rr = Call("POST", "/v1/responses", kResponsesToolsBody + "}");
     ASSERT_EQ(rr.status, 200) << rr.body;
     const json resp = json::parse(rr.body);
     const json& items = resp["output"];
@@ -213,7 +251,7 @@ TEST_F(OpenAiServerTest, AutoParallelCallsAreOneToolCallEach) {
     EXPECT_EQ(items[2]["arguments"], R"({"city":"Oslo"})");
     EXPECT_NE(items[1]["call_id"], items[2]["call_id"]);
     // Streamed: each call's item is done before the next one is added.
-    Reply rs = Call("POST", "/v1/responses", responses_body + R"(,"stream":true})");
+    Reply rs = Call("POST", "/v1/responses", kResponsesToolsBody + R"(,"stream":true})");
     ASSERT_EQ(rs.status, 200) << rs.body;
     std::vector<std::pair<std::string, int>> order;
     for (const json& e : SseEvents(rs.body))

@@ -101,7 +101,13 @@ AutoToolCalls AutoToolCallFormat(std::string_view chat_template_source, bool par
   // next call of the same turn as "}\n</tool_call>\n<tool_call>\n{".
   if (chat_template_source.find("<tool_call>") != std::string_view::npos) {
     out.trigger = {"<tool_call>", /*at_start=*/false, /*in_grammar=*/false};
-    if (parallel) out.separator = "\n</tool_call>\n<tool_call>\n";
+    // The last call ends at its "}" or at its closing tag: a model trained
+    // on these tags writes "\n</tool_call>" and then ends its turn, which
+    // must not commit it to another call.
+    if (parallel) {
+      out.separator = "\n</tool_call>\n<tool_call>\n";
+      out.separator_end = sizeof("\n</tool_call>") - 1;
+    }
     return out;
   }
   out.trigger = {"{\"name\"", /*at_start=*/true, /*in_grammar=*/true};

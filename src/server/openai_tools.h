@@ -32,10 +32,15 @@
 //                 default) one or more, separated by the template's own
 //                 "\n</tool_call>\n<tool_call>\n" (a bare sequence:
 //                 ConstraintSpec::separator): after each call's closing '}'
-//                 the model ends, or writes the separator and the next call.
-//                 The last call's closing "</tool_call>" is never written;
-//                 the separators are not content. Each call is one entry of
-//                 message.tool_calls (tool_call_parser.h);
+//                 the model ends, or writes the separator and the next call,
+//                 or ends after the separator's "\n</tool_call>" (its
+//                 separator_end: a model trained on these tags closes its
+//                 last call so). Without parallel calls the answer ends at
+//                 the call's '}'. The separators and closing tags are not
+//                 content. Each call is one entry of message.tool_calls
+//                 (tool_call_parser.h); cut off inside a later call
+//                 (max_tokens), the calls closed before it are the answer,
+//                 finish_reason "length";
 //               - templates without a marker (SmolLM2's, Gemma's: they do
 //                 not show `tools` to the model) have a JSON object start
 //                 {"name" at the very beginning of the answer (leading
@@ -84,6 +89,7 @@ struct AutoToolCalls {
   ConstraintTrigger trigger;
   ToolCallShape shape = ToolCallShape::kOne;
   std::string separator;
+  uint32_t separator_end = 0;  // the answer may end after the separator's closing tag
 };
 AutoToolCalls AutoToolCallFormat(std::string_view chat_template_source, bool parallel);
 

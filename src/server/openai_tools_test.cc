@@ -108,6 +108,8 @@ TEST(OpenAiToolsAuto, TriggerFollowsTheTemplatesConvention) {
     EXPECT_EQ(hermes.shape, ToolCallShape::kOne);
     // Several calls: one after another, in the template's tags.
     EXPECT_EQ(hermes.separator, parallel ? "\n</tool_call>\n<tool_call>\n" : "");
+    // ... and the answer may end after a call's closing tag.
+    EXPECT_EQ(hermes.separator_end, parallel ? 13u : 0u);
     // No marker (SmolLM2's template): a call object at the start of the
     // answer, or with parallel calls also an array of them.
     const AutoToolCalls plain = AutoToolCallFormat(plain_source, parallel);

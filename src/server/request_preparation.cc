@@ -220,7 +220,7 @@ std::optional<api::ApiError> PrepareToolConstraint(const PreparationContext& ctx
                                    : tr.parallel ? api::ToolCallShape::kArray
                                                  : api::ToolCallShape::kOne;
   rf.schema = api::ToolCallSchema(tr.tools, named ? &tr.choice.name : nullptr, shape);
-  auto c = PrepareConstraint(ctx.constraints, rf, autos.separator);
+  auto c = PrepareConstraint(ctx.constraints, rf, autos.separator, autos.separator_end);
   if (auto* e = std::get_if<api::ApiError>(&c)) {
     e->param = "tools";
     return *e;

@@ -273,11 +273,13 @@ void ResponseStream::FinishToolCalls(api::Choice& ch, const std::string& call_te
   api::ToolCallParser p;
   std::vector<api::ToolCallDelta> deltas;
   p.Feed(call_text, &deltas);
-  // Cut off (finish_reason "length"): the call's unfinished JSON is the
-  // grammar's wrapper, not text the model wrote for the client.
-  if (!p.complete()) return;
+  // Cut off (finish_reason stays "length"): the calls closed before the cut
+  // are answered, each with complete arguments; the unfinished one is
+  // dropped (its JSON is the grammar's wrapper, not a call to make).
+  if (p.num_calls() == 0) return;
   nlohmann::ordered_json calls = nlohmann::ordered_json::array();
   for (const api::ToolCallDelta& d : deltas) {
+    if (d.index >= p.num_calls()) break;
     if (!d.name.empty()) {
       calls.push_back({{"id", api::NewToolCallId()},
                        {"type", "function"},
@@ -287,7 +289,7 @@ void ResponseStream::FinishToolCalls(api::Choice& ch, const std::string& call_te
     }
   }
   ch.tool_calls = std::move(calls);
-  ch.finish_reason = "tool_calls";
+  if (p.complete()) ch.finish_reason = "tool_calls";
 }
 
 std::string ResponseStream::TakeEcho(int index, int prompt_index) {

@@ -156,6 +156,7 @@ void ResponsesStream::CloseMessage(std::string_view status) {
 void ResponsesStream::CloseItems(bool cut) {
   const std::string_view status = cut ? "incomplete" : "completed";
   if (calls_.empty()) return CloseMessage(status);
+  CloseCalls(std::min(calls_.size(), static_cast<size_t>(parser_.num_calls())), "completed");
   CloseCalls(calls_.size(), status);
 }
 
@@ -182,11 +183,12 @@ Json ResponsesStream::FinalOutput(bool cut) {
   } else {
     // Auto: the text before the call, complete once the call began.
     if (CallBase() == 1) out.push_back(api::MessageItem(msg_id_, "completed", text_));
-    // A call is complete once the next one began; only the last can be cut.
+    // A call is complete once it closed; only the last can be cut.
+    const auto closed = static_cast<size_t>(parser_.num_calls());
     for (size_t i = 0; i < calls_.size(); ++i) {
       const Call& c = calls_[i];
       out.push_back(api::FunctionCallItem(c.item_id, c.call_id, c.name, c.arguments,
-                                          i + 1 < calls_.size() ? "completed" : status));
+                                          i < closed ? "completed" : status));
     }
   }
   return out;
@@ -231,10 +233,15 @@ void ResponsesStream::OnOutput(const SequenceOutput& out, const Status& error) {
     }
   }
   if (!out.finished) return;
-  // A call cut off before its name is complete stays text.
+  // Cut off inside a call: the calls closed before it are the answer; a
+  // first call cut off stays text.
   if (opts_.tool_calls && !calls_.empty() && !parser_.complete() && !opts_.request->stream) {
-    calls_.clear();
-    text_ += call_text_;
+    if (parser_.num_calls() == 0) {
+      calls_.clear();
+      text_ += call_text_;
+    } else {
+      calls_.resize(static_cast<size_t>(parser_.num_calls()));
+    }
   }
   usage_.completion_tokens = out.completion_tokens;
   usage_.prompt_tokens = out.prompt_tokens;

@@ -26,12 +26,14 @@ std::string EscapeEntry(std::string_view s) {
 
 std::variant<PreparedConstraint, api::ApiError> PrepareConstraint(ConstraintCache* cache,
                                                                   const api::ResponseFormat& rf,
-                                                                  std::string_view separator) {
+                                                                  std::string_view separator,
+                                                                  uint32_t separator_end) {
   ConstraintSpec spec;
   if (rf.kind == api::ResponseFormat::Kind::kJsonSchema) {
     spec.kind = ConstraintSpec::Kind::kJsonSchema;
     spec.schema = rf.schema;
     spec.separator = separator;
+    spec.separator_end = separator_end;
   }
   PreparedConstraint out;
   bool hit = false;

@@ -30,10 +30,12 @@ struct PreparedConstraint {
 // schema (invalid_value), or strict: true with keywords it cannot enforce
 // (code "unsupported", the message lists keyword@pointer). `cache` may be
 // null (compiles every time). `separator` (json_schema only): one or more
-// values separated by it (ConstraintSpec::separator).
+// values separated by it, the text ending after a value or after
+// `separator_end` bytes of it (ConstraintSpec::separator, separator_end).
 std::variant<PreparedConstraint, api::ApiError> PrepareConstraint(ConstraintCache* cache,
                                                                   const api::ResponseFormat& rf,
-                                                                  std::string_view separator = {});
+                                                                  std::string_view separator = {},
+                                                                  uint32_t separator_end = 0);
 
 // vLLM's structured_outputs regex / choice / grammar: the compiled
 // constraint, or a 400 invalid_value naming the field and what is wrong

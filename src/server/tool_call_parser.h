@@ -32,7 +32,7 @@ class ToolCallParser {
   bool complete() const {
     return state_ == State::kDone || (!array_ && calls_ > 0 && state_ == State::kAfterCall);
   }
-  int num_calls() const { return calls_; }
+  int num_calls() const { return calls_; }  // calls whose closing "}" was read
 
  private:
   enum class State { kStart, kKey, kName, kBeforeArgs, kArgs, kAfterCall, kDone };
