@@ -229,3 +229,37 @@ def test_strict_tagged_union_oneof_is_served_and_overlapping_oneof_is_400(brisk_
         client.chat.completions.create(model=MODEL_ID, messages=PET_PROMPT, max_tokens=20,
                                        response_format=order_format(True, overlapping))
     assert "oneOf" in e.value.body["message"] and "/properties/x" in e.value.body["message"]
+
+
+# Gemma 3 (262k vocabulary, its built-in turn format): the same Pydantic
+# parse, and sampled streamed answers that validate and are, chunk by chunk,
+# the unstreamed answer of the same seed.
+from test_gemma3 import GEMMA_ID, gemma  # noqa: E402,F401  (the module's server fixture)
+
+
+def test_parse_with_pydantic_model_on_gemma(gemma):
+    completion = gemma.client(timeout=120).beta.chat.completions.parse(
+        model=GEMMA_ID, messages=PET_PROMPT, response_format=Pet, max_tokens=120, temperature=0)
+    choice = completion.choices[0]
+    assert choice.finish_reason == "stop"
+    assert isinstance(choice.message.parsed, Pet)
+    assert choice.message.content == choice.message.parsed.model_dump_json()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_sampled_streams_validate_on_gemma(gemma, seed):
+    stream = gemma.client(timeout=120).chat.completions.create(
+        model=GEMMA_ID, messages=[{"role": "user", "content": "Make up a small shop order."}],
+        response_format=order_format(), max_tokens=200, temperature=1.0, seed=seed, stream=True)
+    text, finish = "", None
+    for chunk in stream:
+        for c in chunk.choices:
+            text += c.delta.content or ""
+            finish = c.finish_reason or finish
+    assert finish in ("stop", "length")
+    if finish == "stop":
+        jsonschema.validate(json.loads(text), ORDER_SCHEMA)
+    body = gemma.client(timeout=120).chat.completions.create(
+        model=GEMMA_ID, messages=[{"role": "user", "content": "Make up a small shop order."}],
+        response_format=order_format(), max_tokens=200, temperature=1.0, seed=seed)
+    assert (body.choices[0].message.content, body.choices[0].finish_reason) == (text, finish)
