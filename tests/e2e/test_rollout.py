@@ -82,9 +82,11 @@ def world(brisk_bin, tmp_path_factory):
     deadline = time.time() + 30
     while time.time() < deadline and len(json.loads(gw.get("/v1/models")[1])["data"]) < 2:
         time.sleep(0.1)
-    yield dict(baseline=baseline, candidate=candidate, gw=gw, gates=gates, tmp=tmp, ledger=ledger,
-               audit_log=audit_log)
-    for p in (gw, candidate, baseline):
+    world = dict(baseline=baseline, candidate=candidate, gw=gw, gates=gates, tmp=tmp,
+                 ledger=ledger, audit_log=audit_log)
+    yield world
+    # world["gw"], not gw: fresh_gateway replaces it (the last one was left running).
+    for p in (world["gw"], candidate, baseline):
         p.stop()
 
 
