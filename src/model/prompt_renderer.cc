@@ -2,10 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <unordered_set>
 #include <utility>
 
@@ -298,8 +294,8 @@ constexpr const char* kGemmaTurnTemplate =
     "{%- else -%}{%- set prefix = '' -%}{%- set turns = messages -%}{%- endif -%}"
     "{%- for m in turns -%}"
     "{%- set role = 'model' if m['role'] == 'assistant' else m['role'] -%}"
-    "{{ '<start_of_turn>' + role + '\\n' + (prefix if loop.first else '') }}{{ text(m['content']) "
-    "}}"
+    "{{ '<start_of_turn>' + role + '\\n' + (prefix if loop.first else '') }}"
+    "{{ text(m['content']) }}"
     "{{ '<end_of_turn>\\n' }}"
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{ '<start_of_turn>model\\n' }}{%- endif -%}";
@@ -360,15 +356,9 @@ Expected<std::unique_ptr<PromptRenderer>> PromptRenderer::FromGguf(const GgufFil
   return std::make_unique<PromptRenderer>(tokenizer, std::move(tmpl));
 }
 
-Expected<std::unique_ptr<PromptRenderer>> PromptRenderer::FromTemplateFile(
-    const std::string& template_path, const Tokenizer& tokenizer) {
-  std::ifstream in(template_path, std::ios::binary);
-  if (!in)
-    return NotFound("cannot open chat template '{}': {}", template_path, std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Internal("reading chat template '{}' failed", template_path);
-  auto parsed = ChatTemplate::Parse(text.str());
+Expected<std::unique_ptr<PromptRenderer>> PromptRenderer::FromTemplateText(
+    const std::string& source, const std::string& template_path, const Tokenizer& tokenizer) {
+  auto parsed = ChatTemplate::Parse(source);
   if (!parsed.ok())
     return parsed.status().WithContext("parsing the chat template " + template_path);
   return std::make_unique<PromptRenderer>(tokenizer, std::move(parsed).value());

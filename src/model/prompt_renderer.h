@@ -78,11 +78,11 @@ class PromptRenderer {
   // not parse is an error naming the file.
   static Expected<std::unique_ptr<PromptRenderer>> FromGguf(const GgufFile& file,
                                                             const Tokenizer& tokenizer);
-  // The Jinja template in `template_path` instead of the file's (vLLM's
-  // --chat-template, llama-server's --chat-template-file): an unreadable or
-  // unparsable file is an error naming it.
-  static Expected<std::unique_ptr<PromptRenderer>> FromTemplateFile(
-      const std::string& template_path, const Tokenizer& tokenizer);
+  // A Jinja template `source` read from `template_path` instead of the
+  // model file's (vLLM's --chat-template, llama-server's
+  // --chat-template-file): one that does not parse is an error naming it.
+  static Expected<std::unique_ptr<PromptRenderer>> FromTemplateText(
+      const std::string& source, const std::string& template_path, const Tokenizer& tokenizer);
 
   bool has_chat_template() const { return tmpl_.has_value(); }
   const ChatTemplate* chat_template() const { return tmpl_ ? &*tmpl_ : nullptr; }

@@ -1,5 +1,7 @@
 #include "server/local_serving.h"
 
+#include "server/config_yaml.h"
+
 namespace brisk {
 
 EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threads) {
@@ -53,12 +55,16 @@ Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfi
 
   std::unique_ptr<LocalServing> s(new LocalServing());
   const std::string& template_path = config.model.chat_template;
-  auto renderer = template_path.empty()
-                      ? PromptRenderer::FromGguf(model.file(), tokenizer)
-                      : PromptRenderer::FromTemplateFile(template_path, tokenizer);
-  if (!renderer.ok())
-    return template_path.empty() ? renderer.status()
-                                 : renderer.status().WithContext("model.chat_template");
+  auto renderer = [&]() -> Expected<std::unique_ptr<PromptRenderer>> {
+    if (template_path.empty()) return PromptRenderer::FromGguf(model.file(), tokenizer);
+    // Missing files, directories and oversize files are refused by name.
+    auto text = config_yaml::ReadConfigFile(template_path);
+    if (!text.ok()) return text.status().WithContext("model.chat_template");
+    auto r = PromptRenderer::FromTemplateText(*text, template_path, tokenizer);
+    if (!r.ok()) return r.status().WithContext("model.chat_template");
+    return r;
+  }();
+  if (!renderer.ok()) return renderer.status();
   s->renderer_ = std::move(*renderer);
   EngineOptions eo = EngineOptionsFromConfig(config, n_threads);
   if (eo.speculative.method == SpeculativeOptions::Method::kDraftModel) {

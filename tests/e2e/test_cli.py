@@ -37,11 +37,12 @@ def test_missing_model_file(brisk_bin):
 
 
 def test_serve_bad_chat_template(brisk_bin, default_model, tmp_path):
-    # --chat-template (model.chat_template): a missing or broken file stops
-    # serve at startup with an error naming it.
+    # --chat-template (model.chat_template): a missing, directory or broken
+    # file stops serve at startup with an error naming it.
     bad = tmp_path / "bad.jinja"
     bad.write_text("{% for m in messages %}{{ m.content }}")
-    for path, why in (("/nonexistent.jinja", "No such file"), (str(bad), "parsing")):
+    for path, why in (("/nonexistent.jinja", "does not exist"), (str(tmp_path), "is a directory"),
+                      (str(bad), "parsing")):
         r = brisk(brisk_bin, "serve", "--port", "0", "--chat-template", path)
         assert r.returncode == 1, r.stderr
         assert "model.chat_template" in r.stderr and path in r.stderr and why in r.stderr
