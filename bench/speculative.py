@@ -16,6 +16,11 @@ Workloads (prompts written here, not taken from any data set):
                lookup pays)
   chat         open chat single stream (the `conversation` workload of
                `brisk bench`: little to copy)
+  turns        multi-turn chat single stream: 4 conversations of 5 turns,
+               each request resending the conversation so far (as chat
+               clients do), so consecutive prompts share their history (where
+               a draft model's prefix cache pays); passages of the Debian
+               `fortunes` corpus as the earlier answers
   grounded16 / grounded32
                the grounded prompts at 16 and 32 concurrent streams (where
                speculation must not cost throughput)
@@ -114,6 +119,32 @@ def grounded_prompts(seed=0):
     return [{"messages": [{"role": "user", "content": p}]} for p in prompts]
 
 
+def turns_prompts(seed=0, conversations=4, turns=5):
+    """Multi-turn chats: turn t resends turns 1..t-1 (user + assistant) and asks the next."""
+    rng = random.Random(seed)
+    corpus = pathlib.Path("/usr/share/games/fortunes")
+    passages = []
+    for name in ("computers", "science", "literature", "work", "people"):
+        f = corpus / name
+        if f.exists():
+            passages += [p.strip() for p in f.read_text(errors="replace").split("\n%\n")
+                         if 200 <= len(p.strip()) <= 700]
+    if len(passages) < conversations * turns:
+        raise SystemExit("the turns workload needs the Debian package fortunes-min or fortunes")
+    rng.shuffle(passages)
+    asks = ["What do you make of this?", "Say more about that.", "Why would anyone say so?",
+            "Give me an example.", "How would you put it in one sentence?"]
+    out = []
+    for c in range(conversations):
+        messages = []
+        for t in range(turns):
+            messages.append({"role": "user", "content": rng.choice(asks) if t else
+                             "Let us talk about quotations. " + rng.choice(asks)})
+            out.append({"messages": list(messages)})
+            messages.append({"role": "assistant", "content": passages[c * turns + t]})
+    return out
+
+
 PERSON_ARRAY_SCHEMA = {
     "type": "array", "maxItems": 10,
     "items": {"type": "object",
@@ -172,12 +203,14 @@ def run_one(args, workload, on, prompts_file, tag):
                   "--concurrency", "1"]
         else:
             conc = {"grounded": 1, "grounded16": 16, "grounded32": 32, "json": 1,
-                    "json16": 16}[workload]
+                    "json16": 16, "turns": 1}[workload]
             if workload.startswith("json"):
                 prompts_file = prompts_file.with_name("json_prompts.jsonl")
                 rf = {"type": "json_schema", "json_schema": {
                     "name": "people", "strict": True, "schema": PERSON_ARRAY_SCHEMA}}
                 common += ["--extra-body", json.dumps({"response_format": rf})]
+            if workload == "turns":
+                prompts_file = prompts_file.with_name("turns_prompts.jsonl")
             wl = ["--workload", "prompts", "--prompts", str(prompts_file),
                   "--output-len", str(args.output_len),
                   "--num-requests", str(20 if conc == 1 else 3 * conc),
@@ -187,6 +220,8 @@ def run_one(args, workload, on, prompts_file, tag):
                       for k in ("num_drafts", "num_draft_tokens", "num_accepted_tokens",
                                 "eligible")}
         r["_spec"]["draft_seconds"] = metric_sum(s.url, "brisk:spec_decode_draft_seconds_total")
+        for k in ("draft_prompt_tokens", "draft_cached_prompt_tokens"):
+            r["_spec"][k] = metric_sum(s.url, "brisk:spec_decode_" + k + "_total")
         r["_server_cmd"] = s.cmd
     finally:
         s.stop()
@@ -217,14 +252,17 @@ def main():
     prompts_file = OUT / "grounded_prompts.jsonl"
     prompts_file.write_text("".join(json.dumps(p) + "\n" for p in grounded_prompts()))
     (OUT / "json_prompts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in json_prompts()))
+    if "turns" in args.workloads.split(","):
+        (OUT / "turns_prompts.jsonl").write_text(
+            "".join(json.dumps(p) + "\n" for p in turns_prompts()))
     model = pathlib.Path(args.model).name if args.model else "default (SmolLM2-135M Q4_1)"
     method = args.method + (f" ({pathlib.Path(args.draft_model).name})" if args.draft_model else "")
     print(f"Model: {model}; speculative method {method}; {args.threads} threads; load average "
           f"{os.getloadavg()[0]:.2f} at the start; brisk: {BRISK}\n")
     print("| workload | off tok/s (per round) | on tok/s (per round) | on/off | "
           "TPOT p50/p95 ms off | TPOT p50/p95 ms on | acceptance | accepted/draft | "
-          "steps with a draft | draft time share |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "steps with a draft | draft time share | draft prompt tokens read / cached |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for workload in args.workloads.split(","):
         runs = {False: [], True: []}
         for rnd in range(args.rounds):
@@ -244,13 +282,16 @@ def main():
         wall = sum(r["summary"].get("duration_s", 0) for r in runs[True])
         dshare = (f"{sum(r['_spec']['draft_seconds'] for r in runs[True]) / wall:.2f}"
                   if wall else "n/a")
+        read = sum(r["_spec"]["draft_prompt_tokens"] for r in runs[True])
+        cached = sum(r["_spec"]["draft_cached_prompt_tokens"] for r in runs[True])
         same = all(outputs_of(a) == outputs_of(b) for a, b in zip(runs[False], runs[True]))
         t = {on: runs[on][-1] for on in runs}
         print(f"| {workload} | {' / '.join(f'{x:.1f}' for x in tput[False])} | "
               f"{' / '.join(f'{x:.1f}' for x in tput[True])} | **{ratio:.2f}x** | "
               f"{pct(t[False], 'tpot_ms', 'p50'):.1f} / {pct(t[False], 'tpot_ms', 'p95'):.1f} | "
               f"{pct(t[True], 'tpot_ms', 'p50'):.1f} / {pct(t[True], 'tpot_ms', 'p95'):.1f} | "
-              f"{rate} | {mean_acc} | {share} | {dshare} |" +
+              f"{rate} | {mean_acc} | {share} | {dshare} | "
+              f"{f'{read:.0f} / {cached:.0f}' if args.method == 'draft' else 'n/a'} |" +
               ("" if same else " output lengths differ!"))
         sys.stdout.flush()
     print(f"\nLoad average at the end {os.getloadavg()[0]:.2f}. Commands: "

@@ -49,7 +49,8 @@ Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOption
           }(),
           &pool_),
       outputs_(tokenizer, context_limit_),
-      speculator_(options.speculative, model.weight_bytes(), kv_.num_blocks(), options.block_size),
+      speculator_(options.speculative, model.weight_bytes(), kv_.num_blocks(), options.block_size,
+                  options.prefix_cache),
       t0_(Clock::now()) {
   if (options.prefault_kv) kv_.Prefault();
   using Overlap = EngineOptions::MaskOverlap;
@@ -123,7 +124,7 @@ Status Engine::Add(int64_t request_id, GenerationRequest r) {
   RETURN_IF_ERROR(scheduler_.Add(std::move(st)));
   // A lazy constraint (tool_choice auto) decodes plainly (speculator.h).
   if (r.speculate && (!r.constraint || r.constraint_trigger.text.empty()))
-    speculator_.Track(next_seq_id_);
+    speculator_.Track(next_seq_id_, r.max_tokens);
   outputs_.Add(request_id, next_seq_id_++, r);
   return Status::Ok();
 }
@@ -222,6 +223,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
     if (scheduler_.HasWork() && pool_.num_used() == 0)
       status = Internal("no sequence can be scheduled with an empty KV pool");
   } else {
+    if (speculator_.enabled()) speculator_.CatchUp(so.chunks, scheduler_, threads_);
     status = RunForward(so);
     if (status.ok()) {
       const auto t_out = Clock::now();
@@ -233,7 +235,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
       if (speculator_.enabled()) {
         for (const SeqResult& r : results_)  // forks of a speculating sequence speculate too
           if (speculator_.Tracks(r.id))
-            for (const auto& [child, token] : r.forks) speculator_.Track(child);
+            for (const auto& [child, token] : r.forks) speculator_.TrackFork(r.id, child);
         const double out_s = std::chrono::duration<double>(Clock::now() - t_out).count();
         speculator_.Observe(so.chunks, results_, static_cast<int64_t>(batch_.tokens.size()),
                             last_step_.forward_s + out_s, &last_step_);

@@ -4,6 +4,9 @@
 // Greedy outputs are the same tokens with and without it (batch 1, batch 16,
 // preemption forced, a prompt longer than one catch-up chunk), the draft's
 // KV blocks all come back, and a model with another tokenizer is refused.
+// The draft reads each prompt while the target prefills it (drafting starts
+// at the first decode step) and reads a shared prefix once (its prefix
+// cache); a catch-up that cannot pay off is not made.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -113,6 +116,79 @@ TEST_F(EngineDraftModelTest, GreedyIsIdenticalAtBatch16AndUnderPreemption) {
   auto expected = off.tokens;
   expected.erase(static_cast<int64_t>(reqs.size()));  // the long prompt's request id
   EXPECT_EQ(on_tight.tokens, expected);
+}
+
+// Requests that share a long system prompt, one after another: the draft
+// reads each prompt during the target's prefill, so every decode step
+// drafts, and reads the shared part once.
+TEST_F(EngineDraftModelTest, DraftReadsPromptsDuringPrefillAndSharedPrefixesOnce) {
+  std::string system;
+  while (tok_->Encode(system, true, false).size() < 300)
+    system += "You are a careful assistant who answers in short sentences about harbours. ";
+  std::vector<GenerationRequest> reqs;
+  for (const char* q : {"Lisbon is a city", "The river Tagus flows", "A harbour is a place where",
+                        "Ships float because"})
+    reqs.push_back(Greedy(system + q, 16));
+  EngineOptions o;
+  o.max_concurrent_sequences = 1;
+  const Run off = RunAll(o, reqs);
+  const Run on = RunAll(WithDraft(o), reqs);
+  // What the draft reads of each prompt without a cache: all positions but
+  // the newest during the prefill, then that one and the first output token
+  // with the first draft (an answer of one token never drafts).
+  int64_t prompt_positions = 0;
+  size_t i = 0;
+  for (const auto& [id, toks] : off.tokens)
+    prompt_positions += static_cast<int64_t>(reqs[i++].prompt.size()) + (toks.size() > 1 ? 1 : -1);
+  EXPECT_EQ(on.tokens, off.tokens);
+  EXPECT_GT(on.drafted, 0);
+  EXPECT_EQ(on.undrafted, 0) << "a decode step waited for the draft's catch-up";
+  // The later requests found the system prompt's blocks.
+  EXPECT_GE(on.draft_cached_tokens, 3 * (300 / 16 - 1) * 16);
+  EXPECT_EQ(on.draft_prompt_tokens + on.draft_cached_tokens, prompt_positions);
+
+  // Without a prefix cache (the target's is off too) the draft reads all of it.
+  o.prefix_cache = false;
+  const Run uncached = RunAll(WithDraft(o), reqs);
+  EXPECT_EQ(uncached.tokens, off.tokens);
+  EXPECT_EQ(uncached.draft_cached_tokens, 0);
+  EXPECT_EQ(uncached.draft_prompt_tokens, prompt_positions);
+  EXPECT_EQ(uncached.undrafted, 0);
+
+  // Different cache salts (tenants) never share the draft's blocks.
+  o.prefix_cache = true;
+  for (size_t j = 0; j < reqs.size(); ++j) reqs[j].cache_salt = "tenant-" + std::to_string(j);
+  const Run salted = RunAll(WithDraft(o), reqs);
+  EXPECT_EQ(salted.tokens, off.tokens);
+  EXPECT_EQ(salted.draft_cached_tokens, 0);
+}
+
+// The adaptive policy weighs the one-time catch-up against what drafting
+// can save: an answer of one token has no decode step to draft in, so the
+// draft never reads that prompt, even while it still explores (reads every
+// prompt until enough drafts were verified).
+TEST_F(EngineDraftModelTest, ACatchUpThatCannotPayIsNotMade) {
+  EngineOptions o = WithDraft(EngineOptions{});
+  o.speculative.adaptive = true;
+  o.max_concurrent_sequences = 1;
+  Engine e(*model_, *tok_, o);
+  std::vector<SequenceOutput> outs;
+  auto run = [&](const GenerationRequest& r) {
+    int64_t read = 0;
+    EXPECT_TRUE(e.Add(r).ok());
+    while (e.HasWork()) {
+      outs.clear();
+      EXPECT_TRUE(e.Step(&outs).ok());
+      read += e.last_step().spec_draft_prompt_tokens;
+    }
+    return read;
+  };
+  EXPECT_GT(run(Greedy("The capital of France is", 8)), 0);  // exploring: it reads
+  std::string long_prompt;
+  while (tok_->Encode(long_prompt, true, false).size() < 400)
+    long_prompt += "Alice met Bob in Lisbon, and they talked about ships and the weather. ";
+  EXPECT_EQ(run(Greedy(long_prompt + "Who did Alice meet?", 1)), 0);
+  EXPECT_EQ(e.speculator().draft_model()->pool().num_used(), 0);
 }
 
 TEST_F(EngineDraftModelTest, SeededSamplingIsDeterministic) {

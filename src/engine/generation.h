@@ -107,8 +107,12 @@ struct StepStats {
   // Time of each token mask computed this step (constrained sequences only).
   std::vector<double> grammar_mask_s;
   // Speculative decoding this step.
-  int32_t spec_eligible = 0;      // speculating sequences decoding this step
-  double spec_draft_s = 0;        // time the draft model took this step
+  int32_t spec_eligible = 0;  // speculating sequences decoding this step
+  double spec_draft_s = 0;    // time the draft model took this step
+  // Prompt positions the draft model computed before drafting (catch-ups),
+  // and those it found in its prefix cache instead.
+  int64_t spec_draft_prompt_tokens = 0;
+  int64_t spec_draft_cached_tokens = 0;
   int32_t spec_drafts = 0;        // sequences that verified a draft
   int32_t spec_draft_tokens = 0;  // draft tokens verified
   int32_t spec_accepted_tokens = 0;

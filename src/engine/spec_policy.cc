@@ -73,6 +73,15 @@ bool StepCostModel::Knows(size_t tokens) const {
   return false;
 }
 
+bool StepCostModel::Brackets(size_t tokens) const {
+  const size_t b = BucketOf(tokens);
+  if (seen_[b]) return true;
+  return std::any_of(seen_.begin(), seen_.begin() + static_cast<std::ptrdiff_t>(b),
+                     [](bool x) { return x; }) &&
+         std::any_of(seen_.begin() + static_cast<std::ptrdiff_t>(b) + 1, seen_.end(),
+                     [](bool x) { return x; });
+}
+
 double ExpectedTokens(double alpha, int k) {
   alpha = std::clamp(alpha, 0.0, 1.0);
   double e = 0, a = 1;
@@ -97,6 +106,14 @@ int ChooseDraftLength(double alpha, int max_k, size_t batch_sequences, size_t ba
     }
   }
   return best_k;
+}
+
+double SavedSecondsPerToken(double alpha, int k, size_t batch_sequences, const StepCostModel& cost,
+                            double draft_s_per_token) {
+  const size_t b = std::max<size_t>(batch_sequences, 1);
+  if (k <= 0) return 0;
+  return cost.Seconds(b) - (cost.Seconds(b + static_cast<size_t>(k)) + k * draft_s_per_token) /
+                               ExpectedTokens(alpha, k);
 }
 
 }  // namespace brisk

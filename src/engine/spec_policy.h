@@ -48,6 +48,9 @@ class StepCostModel {
   // A step of `tokens` tokens or fewer was measured (Seconds(tokens) is then
   // not extrapolated down from bigger steps).
   bool Knows(size_t tokens) const;
+  // Steps of about `tokens` tokens were measured: one in its bucket, or
+  // one below and one above it (Seconds(tokens) interpolates).
+  bool Brackets(size_t tokens) const;
 
  private:
   static constexpr size_t kBuckets = 16;              // 1, 2, 4, ..., 32768 tokens
@@ -63,5 +66,12 @@ double ExpectedTokens(double alpha, int k);
 int ChooseDraftLength(double alpha, int max_k, size_t batch_sequences, size_t batch_tokens,
                       const StepCostModel& cost, double min_gain = 1.05,
                       double draft_s_per_token = 0);
+
+// Seconds one sequence of a step of `batch_sequences` saves per token it
+// generates by drafting k tokens: a plain step's T(B) against a drafting
+// step's (T(B + k) + k * draft_s_per_token) spread over its E(k) tokens.
+// Negative where drafting costs time.
+double SavedSecondsPerToken(double alpha, int k, size_t batch_sequences, const StepCostModel& cost,
+                            double draft_s_per_token = 0);
 
 }  // namespace brisk

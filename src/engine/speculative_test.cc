@@ -307,6 +307,13 @@ TEST(SpecPolicy, StepCostInterpolatesAndExtrapolates) {
   EXPECT_TRUE(m.Knows(4));
   EXPECT_TRUE(m.Knows(100));
   EXPECT_FALSE(StepCostModel{}.Knows(64));
+  // Brackets: measured in that size's bucket, or below and above it (a
+  // prefill's cost is not extrapolated from decode steps).
+  EXPECT_TRUE(m.Brackets(5));     // bucket 4
+  EXPECT_TRUE(m.Brackets(10));    // between 4 and 16
+  EXPECT_FALSE(m.Brackets(300));  // only smaller steps seen
+  EXPECT_FALSE(m.Brackets(2));    // only larger ones
+  EXPECT_FALSE(StepCostModel{}.Brackets(1));
 }
 
 TEST(SpecPolicy, ADraftModelsTimeCountsAgainstItsDrafts) {
@@ -322,6 +329,19 @@ TEST(SpecPolicy, ADraftModelsTimeCountsAgainstItsDrafts) {
   EXPECT_EQ(ChooseDraftLength(0.9, 5, 1, 1, flat, 1.05, 0.010), 0);
   // At acceptance 0.3 a 30% draft does not pay either (1.3 / 1.3 < 1.05).
   EXPECT_EQ(ChooseDraftLength(0.3, 5, 1, 1, flat, 1.05, 0.003), 0);
+}
+
+TEST(SpecPolicy, SavedSecondsPerTokenWeighsAStepAgainstItsTokens) {
+  StepCostModel flat;
+  for (size_t n : {1, 2, 4, 8, 16}) flat.Observe(n, 0.010);
+  // Free verification, no draft cost: 10 ms a token becomes 10 ms per E(4).
+  EXPECT_NEAR(SavedSecondsPerToken(0.9, 4, 1, flat), 0.010 - 0.010 / ExpectedTokens(0.9, 4), 1e-12);
+  // A draft token at 4 ms: 10 ms against (10 + 16) / 4.1 ms.
+  EXPECT_NEAR(SavedSecondsPerToken(0.9, 4, 1, flat, 0.004), 0.010 - 0.026 / ExpectedTokens(0.9, 4),
+              1e-12);
+  // A draft as slow as the target loses time.
+  EXPECT_LT(SavedSecondsPerToken(0.9, 4, 1, flat, 0.010), 0);
+  EXPECT_EQ(SavedSecondsPerToken(0.9, 0, 1, flat), 0);
 }
 
 }  // namespace

@@ -25,6 +25,11 @@ struct SpeculativeRun {
   std::map<int64_t, std::string> text;
   int64_t drafted = 0, accepted = 0, usage_accepted = 0;
   int64_t preemptions = 0;
+  // Decode steps of speculating sequences that had no draft (summed over
+  // sequences), and a draft model's prompt reading: positions computed
+  // before drafting and positions found in its prefix cache.
+  int64_t undrafted = 0;
+  int64_t draft_prompt_tokens = 0, draft_cached_tokens = 0;
 };
 
 inline SpeculativeRun RunToEnd(LlamaModel& model, const Tokenizer& tok, const EngineOptions& opts,
@@ -41,6 +46,9 @@ inline SpeculativeRun RunToEnd(LlamaModel& model, const Tokenizer& tok, const En
     EXPECT_TRUE(e.Step(&outs).ok());
     run.drafted += e.last_step().spec_draft_tokens;
     run.accepted += e.last_step().spec_accepted_tokens;
+    run.undrafted += e.last_step().spec_eligible - e.last_step().spec_drafts;
+    run.draft_prompt_tokens += e.last_step().spec_draft_prompt_tokens;
+    run.draft_cached_tokens += e.last_step().spec_draft_cached_tokens;
     for (auto& o : outs) {
       auto& t = run.tokens[o.request_id];
       t.insert(t.end(), o.new_tokens.begin(), o.new_tokens.end());

@@ -34,22 +34,35 @@ const char* SpeculativeMethodName(SpeculativeOptions::Method m) {
 }
 
 Speculator::Speculator(const SpeculativeOptions& options, int64_t target_weight_bytes,
-                       int64_t kv_blocks, int block_size)
+                       int64_t kv_blocks, int block_size, bool prefix_cache)
     : opts_(options), target_weight_bytes_(target_weight_bytes) {
   if (opts_.method == SpeculativeOptions::Method::kDraftModel && opts_.draft_model)
-    draft_model_ = std::make_unique<DraftModelRunner>(*opts_.draft_model, block_size, kv_blocks);
+    draft_model_ =
+        std::make_unique<DraftModelRunner>(*opts_.draft_model, block_size, kv_blocks, prefix_cache);
 }
 
-void Speculator::Track(int64_t seq_id) {
+void Speculator::Track(int64_t seq_id, int32_t max_tokens) {
   if (!enabled()) return;
   Seq s;
   s.acceptance = AcceptanceTracker(overall_.alpha());
+  s.max_tokens = max_tokens;
   if (!draft_model_) s.drafter = std::make_unique<NgramDrafter>(opts_.ngram_min, opts_.ngram_max);
   seqs_.emplace(seq_id, std::move(s));
 }
 
+void Speculator::TrackFork(int64_t parent, int64_t child) {
+  const auto it = seqs_.find(parent);
+  if (it != seqs_.end()) Track(child, it->second.max_tokens);
+}
+
 void Speculator::Forget(int64_t seq_id) {
-  seqs_.erase(seq_id);
+  if (auto it = seqs_.find(seq_id); it != seqs_.end()) {
+    if (it->second.generated > 0) {
+      const double n = it->second.generated;
+      mean_output_ = mean_output_ > 0 ? 0.9 * mean_output_ + 0.1 * n : n;
+    }
+    seqs_.erase(it);
+  }
   if (draft_model_) draft_model_->Forget(seq_id);
 }
 
@@ -68,6 +81,38 @@ double Speculator::DraftSecondsPerToken(size_t batch) const {
                                  static_cast<double>(draft_model_->weight_bytes()) /
                                  static_cast<double>(std::max<int64_t>(target_weight_bytes_, 1));
   return round / static_cast<double>(batch);
+}
+
+double Speculator::DraftPrefillSeconds(size_t tokens) const {
+  // Until the draft has read a prompt of about this size, its decode rounds
+  // say little about its prefill speed: scale the target's instead.
+  if (draft_model_->cost().Brackets(tokens)) return draft_model_->cost().Seconds(tokens);
+  return cost_.Seconds(tokens) * static_cast<double>(draft_model_->weight_bytes()) /
+         static_cast<double>(std::max<int64_t>(target_weight_bytes_, 1));
+}
+
+bool Speculator::CatchUpPays(const SeqState& st, const Seq& s, size_t batch, double draft_s) const {
+  const int64_t pending = draft_model_->PendingTokens(st.id, st.tokens, st.salt);
+  // What an ordinary draft step reads anyway (the tokens verified since the
+  // last draft) is not a catch-up.
+  if (!opts_.adaptive || pending <= opts_.num_tokens + 1) return true;
+  // Tokens it may still generate after the one its prefill (or this step)
+  // gives: none, and no draft could ever be verified.
+  const double max_left = static_cast<double>(s.max_tokens) - st.num_generated() - 1;
+  if (max_left < 1) return false;
+  // Until enough drafts were verified, and for one sequence in kProbeEvery,
+  // the draft reads the prompt anyway: the acceptance it would save by is
+  // measured only where it drafts (otherwise an estimate that says "does
+  // not pay" could never be revised).
+  if (verdicts_ < kExploreVerdicts || st.id % kProbeEvery == 0) return true;
+  const double alpha = overall_.alpha();
+  const int k =
+      ChooseDraftLength(alpha, opts_.num_tokens, batch, batch, cost_, opts_.min_gain, draft_s);
+  if (k == 0) return false;
+  double left = max_left;
+  if (mean_output_ > 0) left = std::min(left, std::max(mean_output_ - st.num_generated(), 1.0));
+  return SavedSecondsPerToken(alpha, k, batch, cost_, draft_s) * left >
+         DraftPrefillSeconds(static_cast<size_t>(pending));
 }
 
 void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool, const DraftTrim& trim) {
@@ -93,9 +138,10 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool, const DraftTrim
     }
     Seq& s = it->second;
     ++it;
-    if (state->status != SeqStatus::kRunning || state->num_generated() == 0 ||
-        state->num_tokens() - state->num_computed != 1)
-      continue;
+    s.generated = state->num_generated();
+    if (state->status != SeqStatus::kRunning) continue;
+    if (state->num_generated() == 0 || state->num_tokens() - state->num_computed != 1)
+      continue;  // prefilling: CatchUp
     ++eligible_;
     const auto& toks = state->tokens;
     // Each sequence decides with the drafts already given to the others in
@@ -108,7 +154,10 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool, const DraftTrim
     if (k > 0) s.since_draft = 0;
     step_drafts += static_cast<size_t>(k);
     if (draft_model_) {
-      if (k > 0) requests_.push_back({state->id, toks, k, {}});
+      // A draft that has not read the prompt yet (its catch-up did not pay
+      // during the prefill) reads it only where that pays now.
+      if (k > 0 && CatchUpPays(*state, s, batch, draft_s))
+        requests_.push_back({state->id, toks, k, state->salt, {}});
       continue;
     }
     if (s.fed > toks.size()) {  // cannot happen (tokens only grow); rebuild
@@ -136,12 +185,49 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool, const DraftTrim
   }
 }
 
+void Speculator::CatchUp(std::span<const ScheduledChunk> chunks, const Scheduler& scheduler,
+                         ThreadPool& pool) {
+  if (!draft_model_ || seqs_.empty()) return;
+  const SchedulerStats st = scheduler.stats();
+  const int64_t running = st.running[0] + st.running[1];
+  if (running > opts_.max_batch) return;
+  const auto batch = static_cast<size_t>(std::max<int64_t>(running, 1));
+  const double draft_s = DraftSecondsPerToken(batch);
+  requests_.clear();
+  size_t budget = DraftModelRunner::kMaxCatchUpTokens;
+  for (const ScheduledChunk& c : chunks) {
+    const SeqState* state = scheduler.Find(c.id);
+    const auto it = seqs_.find(c.id);
+    if (!state || it == seqs_.end() || !c.draft.empty()) continue;
+    const auto end = static_cast<size_t>(c.pos_begin + c.n_tokens);
+    if (state->num_generated() > 0 && end + 1 >= state->tokens.size()) continue;  // decoding
+    if (!CatchUpPays(*state, it->second, batch, draft_s)) continue;
+    // The draft reads what the target has computed after this step (the
+    // runner stops one short: the newest token's logits come with the
+    // first draft).
+    budget += static_cast<size_t>(c.n_tokens);
+    requests_.push_back(
+        {state->id, std::span<const int32_t>(state->tokens).first(end), 0, state->salt, {}});
+  }
+  if (requests_.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status status = draft_model_->Propose(requests_, pool, budget);
+  draft_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!status.ok()) log::Warn("speculative: the draft model failed: {}", status.ToString());
+}
+
 void Speculator::Observe(std::span<const ScheduledChunk> chunks, std::span<const SeqResult> results,
                          int64_t batch_tokens, double step_s, StepStats* stats) {
   if (!enabled()) return;
   if (stats) {
     stats->spec_eligible = eligible_;
     stats->spec_draft_s = draft_s_;
+    if (draft_model_) {
+      stats->spec_draft_prompt_tokens = draft_model_->catch_up_tokens() - reported_catch_up_;
+      stats->spec_draft_cached_tokens = draft_model_->cached_tokens() - reported_cached_;
+      reported_catch_up_ = draft_model_->catch_up_tokens();
+      reported_cached_ = draft_model_->cached_tokens();
+    }
   }
   cost_.Observe(static_cast<size_t>(std::max<int64_t>(batch_tokens, 1)), step_s);
   for (const ScheduledChunk& c : chunks) {
@@ -158,6 +244,7 @@ void Speculator::Observe(std::span<const ScheduledChunk> chunks, std::span<const
     auto it = seqs_.find(c.id);
     if (it != seqs_.end()) it->second.acceptance.Update(faced, a);
     overall_.Update(faced, a);
+    verdicts_ += faced;
     if (stats) {
       ++stats->spec_drafts;
       stats->spec_draft_tokens += k;

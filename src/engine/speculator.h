@@ -10,6 +10,20 @@
 // (DraftModelRunner, batched over the sequences that draft in a step; its
 // forward time counts in the policy as the cost of each draft token).
 //
+// A draft model has to read a sequence's prompt before it can draft for it
+// (its catch-up). It does so while the target prefills the prompt, so the
+// first decode steps draft at once instead of spending the draft's prefill
+// in decode steps (where it stalled every sequence of the batch), and its
+// prefix cache spares the prompt parts it has read before. The catch-up is
+// paid once per sequence, so the policy weighs it against what drafting is
+// expected to save over the rest of the answer (CatchUpPays): the prompt
+// tokens still to read at the draft's measured prefill speed, against the
+// seconds a draft saves per token times the tokens expected (max_tokens
+// left, capped by the mean length of the answers that ended before). A
+// sequence whose catch-up does not pay decodes plainly. Until enough drafts
+// were verified, and for one sequence in kProbeEvery, it reads the prompt
+// anyway: acceptance is measured only where the draft drafts.
+//
 // Which sequences speculate: those whose request allows it (per-request
 // opt-out), that are past their first generated token, and that have no
 // lazy constraint (tool_choice "auto": the grammar starts at a trigger in
@@ -22,6 +36,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -65,15 +80,20 @@ class Speculator {
   // `target_weight_bytes`: the target's weights read per token, for the
   // draft model's cost before it is measured; `kv_blocks`, `block_size`: the
   // target's KV pool, which the draft's matches in blocks.
+  // `prefix_cache`: the draft model may reuse its KV blocks across
+  // sequences (as the target's prefix cache; off when that is off).
   Speculator(const SpeculativeOptions& options, int64_t target_weight_bytes = 0,
-             int64_t kv_blocks = 0, int block_size = 16);
+             int64_t kv_blocks = 0, int block_size = 16, bool prefix_cache = true);
 
   const SpeculativeOptions& options() const { return opts_; }
   bool enabled() const { return opts_.enabled(); }
 
   // A sequence that may speculate (the engine calls it for eligible
-  // requests and their forks); others never get drafts.
-  void Track(int64_t seq_id);
+  // requests and their forks); others never get drafts. `max_tokens`: the
+  // most tokens it may generate (what a draft catch-up can pay off over).
+  void Track(int64_t seq_id, int32_t max_tokens = std::numeric_limits<int32_t>::max());
+  // A fork of a tracked sequence (n > 1) speculates like its parent.
+  void TrackFork(int64_t parent, int64_t child);
   void Forget(int64_t seq_id);
   bool Tracks(int64_t seq_id) const { return seqs_.contains(seq_id); }
   // Method draft: the draft model's runner (its KV pool, its sequences).
@@ -85,6 +105,11 @@ class Speculator {
   // grammar rules out, OutputProcessor::TrimDraft).
   using DraftTrim = std::function<void(int64_t seq_id, std::vector<int32_t>* draft)>;
   void Propose(Scheduler& scheduler, ThreadPool& pool, const DraftTrim& trim = {});
+  // After Schedule: a draft model reads the prompt chunks the target
+  // computes this step (of the sequences whose catch-up pays), so it can
+  // draft from their first decode step.
+  void CatchUp(std::span<const ScheduledChunk> chunks, const Scheduler& scheduler,
+               ThreadPool& pool);
   // A step's verdicts (results of its chunks) and its time over
   // `batch_tokens` positions: the forward pass and the output processing
   // (a verified position costs a logits row and its sampling; with a large
@@ -98,15 +123,25 @@ class Speculator {
     size_t fed = 0;  // tokens of the sequence the drafter has seen
     AcceptanceTracker acceptance;
     int since_draft = 0;  // eligible steps since its last draft
+    int32_t max_tokens = std::numeric_limits<int32_t>::max();
+    int32_t generated = 0;  // as of the last Propose
   };
 
   // A sequence the policy has not let draft for this many eligible steps
   // drafts one token anyway: its acceptance estimate would otherwise stay at
   // the prior forever (a drafter that would pay is never found out).
   static constexpr int kProbeEvery = 16;
+  // Draft tokens verified before the policy trusts the measured acceptance
+  // enough to skip a prompt catch-up that does not pay.
+  static constexpr int64_t kExploreVerdicts = 64;
   // Seconds each draft token adds to a step that drafts for `batch`
   // sequences (0 for prompt lookup).
   double DraftSecondsPerToken(size_t batch) const;
+  // Seconds the draft model takes to read `tokens` prompt tokens in one go.
+  double DraftPrefillSeconds(size_t tokens) const;
+  // Whether the draft model's catch-up on `st` pays for itself (the class
+  // comment). `draft_s`: DraftSecondsPerToken at this step's batch.
+  bool CatchUpPays(const SeqState& st, const Seq& s, size_t batch, double draft_s) const;
 
   SpeculativeOptions opts_;
   const int64_t target_weight_bytes_;
@@ -114,6 +149,9 @@ class Speculator {
   // model's acceptance is mostly a property of the model pair, and a short
   // answer would end before its own estimate left a fixed prior).
   AcceptanceTracker overall_{0.5, 4, 0.98};
+  // Mean output length of the sequences that ended (EWMA), 0: none yet.
+  double mean_output_ = 0;
+  int64_t verdicts_ = 0;  // draft tokens that faced a verdict, in all
   StepCostModel cost_;
   std::unordered_map<int64_t, Seq> seqs_;
   std::vector<int32_t> draft_;
@@ -122,6 +160,8 @@ class Speculator {
   // This step's Propose, for Observe's stats.
   int32_t eligible_ = 0;
   double draft_s_ = 0;
+  // The draft's catch-up and prefix-cache totals at the last Observe.
+  int64_t reported_catch_up_ = 0, reported_cached_ = 0;
 };
 
 }  // namespace brisk

@@ -71,6 +71,13 @@ ServerMetrics::ServerMetrics(metrics::Registry& r) {
       "drafted or not; num_drafts / this is the share of steps with a draft.");
   spec_draft_seconds = r.GetCounter("brisk:spec_decode_draft_seconds_total",
                                     "Speculative decoding: time the draft model ran.");
+  spec_draft_prompt_tokens = r.GetCounter(
+      "brisk:spec_decode_draft_prompt_tokens_total",
+      "Speculative decoding: prompt tokens the draft model read before drafting (its catch-up, "
+      "during the target's prefill or after it).");
+  spec_draft_cached_tokens = r.GetCounter(
+      "brisk:spec_decode_draft_cached_prompt_tokens_total",
+      "Speculative decoding: prompt tokens the draft model found in its prefix cache instead.");
   for (int pos = 0; pos < 16; ++pos)
     spec_accepted_per_pos.push_back(
         r.GetCounter("brisk:spec_decode_num_accepted_tokens_per_pos_total",
@@ -82,6 +89,10 @@ void ServerMetrics::ObserveStep(const StepStats& s) {
   for (double m : s.grammar_mask_s) grammar_mask->Observe(m);
   if (s.spec_eligible > 0) spec_eligible->Inc(s.spec_eligible);
   if (s.spec_draft_s > 0) spec_draft_seconds->Inc(s.spec_draft_s);
+  if (s.spec_draft_prompt_tokens > 0)
+    spec_draft_prompt_tokens->Inc(static_cast<double>(s.spec_draft_prompt_tokens));
+  if (s.spec_draft_cached_tokens > 0)
+    spec_draft_cached_tokens->Inc(static_cast<double>(s.spec_draft_cached_tokens));
   if (s.spec_drafts > 0) {
     spec_drafts->Inc(s.spec_drafts);
     spec_draft_tokens->Inc(s.spec_draft_tokens);

@@ -37,6 +37,7 @@ class ServerMetrics {
   // Speculative decoding (vLLM's names, brisk: prefix).
   metrics::Counter *spec_drafts, *spec_draft_tokens, *spec_accepted_tokens;
   metrics::Counter *spec_eligible, *spec_draft_seconds;
+  metrics::Counter *spec_draft_prompt_tokens, *spec_draft_cached_tokens;
   std::vector<metrics::Counter*> spec_accepted_per_pos;  // by draft position
   // brisk:desired_replicas: a backlog should be gone within this long.
   static constexpr double kTargetQueueDrainS = 10;

@@ -158,6 +158,23 @@ def test_a_draft_model_gives_the_same_greedy_answers(make_server, plain_answers,
         s.metric("brisk:spec_decode_eligible_total")
     assert s.metric("brisk:spec_decode_draft_seconds_total") > 0
     assert [t for t, _ in answers(s, stream=True)] == plain_answers
+    # A conversation's next turn resends its history: the draft reads the
+    # history once (its prefix cache), as the target does.
+    history = [{"role": "user", "content": "Tell me about ships. " * 30},
+               {"role": "assistant", "content": "Ships float because they displace water. " * 10}]
+    c = s.client()
+    cached = s.metric("brisk:spec_decode_draft_cached_prompt_tokens_total")
+    read = s.metric("brisk:spec_decode_draft_prompt_tokens_total")
+    assert read > 0
+    for turn in ("Why?", "And boats?"):
+        history.append({"role": "user", "content": turn})
+        r = c.chat.completions.create(model=MODEL_ID, messages=history, max_tokens=8,
+                                      temperature=0)
+        history.append({"role": "assistant", "content": r.choices[0].message.content})
+    deadline = time.time() + 10
+    while s.metric("brisk:spec_decode_draft_cached_prompt_tokens_total") - cached < 200:
+        assert time.time() < deadline, "the draft read the conversation's history again"
+        time.sleep(0.05)
 
 
 def test_a_draft_as_costly_as_the_target_is_only_probed(make_server, plain_answers, draft_model):
