@@ -228,6 +228,15 @@ def run_one(args, workload, on, prompts_file, tag):
     return r
 
 
+def decode_tps(r):
+    """Decode tokens/s of a run: tokens after the first over the time after
+    the first, summed over its requests (what speculation can speed up; the
+    output tokens/s also carry the prefill)."""
+    ok = [x for x in r["requests"] if x["status"] == "ok" and x.get("output_tokens", 0) > 1]
+    ms = sum(x["e2e_ms"] - x["ttft_ms"] for x in ok)
+    return sum(x["output_tokens"] - 1 for x in ok) / ms * 1000 if ms > 0 else 0.0
+
+
 def outputs_of(r):
     return {x["index"]: x.get("output_tokens") for x in r["requests"] if x["status"] == "ok"}
 
@@ -261,8 +270,9 @@ def main():
           f"{os.getloadavg()[0]:.2f} at the start; brisk: {BRISK}\n")
     print("| workload | off tok/s (per round) | on tok/s (per round) | on/off | "
           "TPOT p50/p95 ms off | TPOT p50/p95 ms on | acceptance | accepted/draft | "
-          "steps with a draft | draft time share | draft prompt tokens read / cached |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "steps with a draft | draft time share | draft prompt tokens read / cached | "
+          "decode tok/s off / on | decode on/off |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for workload in args.workloads.split(","):
         runs = {False: [], True: []}
         for rnd in range(args.rounds):
@@ -282,6 +292,8 @@ def main():
         wall = sum(r["summary"].get("duration_s", 0) for r in runs[True])
         dshare = (f"{sum(r['_spec']['draft_seconds'] for r in runs[True]) / wall:.2f}"
                   if wall else "n/a")
+        dec = {on: [decode_tps(r) for r in runs[on]] for on in runs}
+        dratio = statistics.median(dec[True]) / max(statistics.median(dec[False]), 1e-9)
         read = sum(r["_spec"]["draft_prompt_tokens"] for r in runs[True])
         cached = sum(r["_spec"]["draft_cached_prompt_tokens"] for r in runs[True])
         same = all(outputs_of(a) == outputs_of(b) for a, b in zip(runs[False], runs[True]))
@@ -291,7 +303,9 @@ def main():
               f"{pct(t[False], 'tpot_ms', 'p50'):.1f} / {pct(t[False], 'tpot_ms', 'p95'):.1f} | "
               f"{pct(t[True], 'tpot_ms', 'p50'):.1f} / {pct(t[True], 'tpot_ms', 'p95'):.1f} | "
               f"{rate} | {mean_acc} | {share} | {dshare} | "
-              f"{f'{read:.0f} / {cached:.0f}' if args.method == 'draft' else 'n/a'} |" +
+              f"{f'{read:.0f} / {cached:.0f}' if args.method == 'draft' else 'n/a'} | "
+              f"{' / '.join(f'{x:.1f}' for x in dec[False])} / "
+              f"{' / '.join(f'{x:.1f}' for x in dec[True])} | **{dratio:.2f}x** |" +
               ("" if same else " output lengths differ!"))
         sys.stdout.flush()
     print(f"\nLoad average at the end {os.getloadavg()[0]:.2f}. Commands: "
