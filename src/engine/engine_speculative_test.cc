@@ -21,26 +21,7 @@ class EngineSpeculativeTest : public DefaultModelTest {
  protected:
   using Run = SpeculativeRun;
 
-  static std::vector<std::string> Prompts() {
-    std::vector<std::string> p = {
-        "Repeat after me: the quick brown fox jumps over the lazy dog. The quick brown fox",
-        "List: apple, banana, cherry, apple, banana, cherry, apple, banana,",
-        "def add(a, b):\n    return a + b\n\ndef add(a, b):\n",
-        "{\"name\": \"alice\", \"age\": 30}, {\"name\": \"bob\", \"age\": 31}, {\"name\":",
-        "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,",
-        "The capital of France is",
-        "Once upon a time, in a small village,",
-        "Monday, Tuesday, Wednesday, Thursday,",
-        "for i in range(10):\n    print(i)\nfor j in range(10):\n",
-        "Copy this sentence exactly: Paris is a city in France. Copy: Paris",
-    };
-    // The above plus variations.
-    std::vector<std::string> all;
-    for (int i = 0; all.size() < kSpeculativeTestPrompts; ++i)
-      all.push_back(i < static_cast<int>(p.size()) ? p[i]
-                                                   : p[i % p.size()] + " " + std::to_string(i));
-    return all;
-  }
+  static std::vector<std::string> Prompts() { return SpeculativeTestPrompts(); }
 
   Run RunPrompts(const EngineOptions& opts, const std::vector<GenerationRequest>& reqs) {
     return RunToEnd(*model_, *tok_, opts, reqs);

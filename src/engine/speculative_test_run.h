@@ -32,6 +32,27 @@ struct SpeculativeRun {
   int64_t draft_prompt_tokens = 0, draft_cached_tokens = 0;
 };
 
+// Prompts for the equality runs: input-grounded ones (prompt lookup finds
+// matches) and open ones, then variations, kSpeculativeTestPrompts in all.
+inline std::vector<std::string> SpeculativeTestPrompts() {
+  const std::vector<std::string> p = {
+      "Repeat after me: the quick brown fox jumps over the lazy dog. The quick brown fox",
+      "List: apple, banana, cherry, apple, banana, cherry, apple, banana,",
+      "def add(a, b):\n    return a + b\n\ndef add(a, b):\n",
+      "{\"name\": \"alice\", \"age\": 30}, {\"name\": \"bob\", \"age\": 31}, {\"name\":",
+      "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,",
+      "The capital of France is",
+      "Once upon a time, in a small village,",
+      "Monday, Tuesday, Wednesday, Thursday,",
+      "for i in range(10):\n    print(i)\nfor j in range(10):\n",
+      "Copy this sentence exactly: Paris is a city in France. Copy: Paris",
+  };
+  std::vector<std::string> all;
+  for (size_t i = 0; all.size() < kSpeculativeTestPrompts; ++i)
+    all.push_back(i < p.size() ? p[i] : p[i % p.size()] + " " + std::to_string(i));
+  return all;
+}
+
 inline SpeculativeRun RunToEnd(LlamaModel& model, const Tokenizer& tok, const EngineOptions& opts,
                                const std::vector<GenerationRequest>& reqs) {
   Engine e(model, tok, opts);
