@@ -24,14 +24,7 @@ class EngineDraftModelTest : public DefaultModelTest {
  protected:
   static void SetUpTestSuite() {
     DefaultModelTest::SetUpTestSuite();
-    if (!model_) return;
-    auto precision = LoadPrecisionType("int8");
-    ASSERT_TRUE(precision.ok());
-    LoadOptions lo;
-    lo.precision = *precision;
-    auto d = LlamaModel::Load(ModelPath(), lo);
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    draft_ = std::move(*d).release();
+    if (model_) draft_ = LoadInt8Copy(ModelPath());
   }
   static void TearDownTestSuite() {
     delete draft_;

@@ -25,15 +25,7 @@ class EngineSpeculativeGemmaTest : public InstalledModelTest<kGemmaModelFile> {
 
   // An int8 copy of the target as its draft, loaded once.
   static LlamaModel* Draft() {
-    if (!draft_) {
-      auto precision = LoadPrecisionType("int8");
-      EXPECT_TRUE(precision.ok());
-      LoadOptions lo;
-      lo.precision = *precision;
-      auto d = LlamaModel::Load(ModelPath(), lo);
-      EXPECT_TRUE(d.ok()) << d.status().ToString();
-      if (d.ok()) draft_ = std::move(*d).release();
-    }
+    if (!draft_) draft_ = LoadInt8Copy(ModelPath());
     return draft_;
   }
 
