@@ -77,6 +77,12 @@ class DraftModelRunner {
                  size_t catch_up_budget = kMaxCatchUpTokens);
   // The sequence ended: its blocks are free again.
   void Forget(int64_t seq_id);
+  // The draft has read the sequence's prompt and drafted for it: only the
+  // tokens verified since its last draft are left to read.
+  bool Drafting(int64_t seq_id) const {
+    const auto it = seqs_.find(seq_id);
+    return it != seqs_.end() && it->second.drafted;
+  }
   // Tokens of `tokens` the draft would have to compute before it can draft
   // for the sequence (its prompt catch-up), counting what its KV or the
   // prefix cache already holds.

@@ -92,10 +92,13 @@ double Speculator::DraftPrefillSeconds(size_t tokens) const {
 }
 
 bool Speculator::CatchUpPays(const SeqState& st, const Seq& s, size_t batch, double draft_s) const {
+  // A sequence the draft is drafting for has nothing to catch up (the
+  // common case, decided without scanning its tokens).
+  if (!opts_.adaptive || draft_model_->Drafting(st.id)) return true;
   const int64_t pending = draft_model_->PendingTokens(st.id, st.tokens, st.salt);
   // What an ordinary draft step reads anyway (the tokens verified since the
   // last draft) is not a catch-up.
-  if (!opts_.adaptive || pending <= opts_.num_tokens + 1) return true;
+  if (pending <= opts_.num_tokens + 1) return true;
   // Tokens it may still generate after the one its prefill (or this step)
   // gives: none, and no draft could ever be verified.
   const double max_left = static_cast<double>(s.max_tokens) - st.num_generated() - 1;
