@@ -8,6 +8,9 @@ on alternating (A B A B ...) because this machine is noisy.
   python3 bench/speculative.py --workloads grounded --rounds 3
   python3 bench/speculative.py --method draft --model TARGET.gguf \
       --draft-model DRAFT.gguf --workloads chat     # a draft model
+  python3 bench/speculative.py --workloads grounded16,grounded32 --rounds 8 --same-time
+                              # off and on at once, a core each (see main's --same-time)
+  python3 bench/speculative.py ... --aa              # A/A: both arms off (the noise floor)
 
 Workloads (prompts written here, not taken from any data set):
   grounded     input-grounded single stream: rewrite this code with a change,
@@ -24,6 +27,10 @@ Workloads (prompts written here, not taken from any data set):
   grounded16 / grounded32
                the grounded prompts at 16 and 32 concurrent streams (where
                speculation must not cost throughput)
+  grounded4 / grounded8
+               the same at 4 and 8 streams: the batch sizes where the policy
+               decides (a 16- or 32-stream run drafts only in its ramp and tail,
+               when `max_batch` or fewer sequences run)
   json / json16
                structured output (response_format json_schema: an array of
                person records) on input-grounded prompts at 1 and 16 streams:
@@ -37,6 +44,7 @@ Results: bench/results/speculative/*.json and a markdown table on stdout.
 """
 import argparse
 import json
+import multiprocessing
 import os
 import pathlib
 import random
@@ -194,7 +202,7 @@ def metric_sum(url, name):
 
 
 def run_one(args, workload, on, prompts_file, tag):
-    s = Server(server_args(args, on), "on" if on else "off")
+    s = Server(server_args(args, on and not args.aa), "on" if on else "off")
     try:
         common = ["--endpoint", "chat", "--temperature", "0", "--seed", "1", "--warmup", "2"]
         if workload == "chat":
@@ -202,8 +210,8 @@ def run_one(args, workload, on, prompts_file, tag):
                   "--output-max", str(args.output_len), "--num-requests", "12",
                   "--concurrency", "1"]
         else:
-            conc = {"grounded": 1, "grounded16": 16, "grounded32": 32, "json": 1,
-                    "json16": 16, "turns": 1}[workload]
+            conc = {"grounded": 1, "grounded4": 4, "grounded8": 8, "grounded16": 16,
+                    "grounded32": 32, "json": 1, "json16": 16, "turns": 1}[workload]
             if workload.startswith("json"):
                 prompts_file = prompts_file.with_name("json_prompts.jsonl")
                 rf = {"type": "json_schema", "json_schema": {
@@ -237,6 +245,60 @@ def decode_tps(r):
     return sum(x["output_tokens"] - 1 for x in ok) / ms * 1000 if ms > 0 else 0.0
 
 
+def _pinned_run(job):
+    """run_one in a process of its own whose threads (and so the server's and
+    the client's, which inherit it) run on one core."""
+    cpu, args, workload, on, prompts_file, tag = job
+    os.sched_setaffinity(0, {cpu})
+    return run_one(args, workload, on, prompts_file, tag)
+
+
+def paired_round(args, workload, prompts_file, tags, rnd):
+    """--same-time: the off and on servers run at the same time, each with
+    its client on a core of its own (one engine thread), the arms switching
+    cores every round. Both see the host's state of the moment, which is what
+    an A B A B alternation cannot give on a host whose speed changes from one
+    run to the next."""
+    cores = (0, 1) if rnd % 2 == 0 else (1, 0)
+    jobs = [(cores[i], args, workload, on, prompts_file, tags[on]) for i, on in
+            enumerate((False, True))]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        off, on = pool.map(_pinned_run, jobs)
+    return {False: off, True: on}
+
+
+def phase_tps(r, max_batch):
+    """Output tokens/s in the two phases of a concurrent run: while more than
+    `max_batch` requests are in flight (nothing drafts: the engine runs the
+    same code as with speculation off) and while `max_batch` or fewer are (the
+    closed loop's ramp and tail, where the policy may draft). In flight as the
+    client sees it; a chunk's tokens are its request's mean per chunk."""
+    ok = [x for x in r["requests"] if x["status"] == "ok"]
+    spans = sorted([(x["start_s"], 1) for x in ok] +
+                   [(x["start_s"] + x["e2e_ms"] / 1000, -1) for x in ok])
+    time_in = {True: 0.0, False: 0.0}
+    n, prev = 0, None
+    for t, d in spans:
+        if prev is not None and n > 0:
+            time_in[n > max_batch] += t - prev
+        n += d
+        prev = t
+    events = []
+    for x in ok:
+        per = x.get("output_tokens", 0) / max(x.get("content_chunks", 0), 1)
+        t = x["start_s"] + x["ttft_ms"] / 1000
+        events.append((t, per))
+        for d in x.get("itl_ms", []):
+            t += d / 1000
+            events.append((t, per))
+    tokens = {True: 0.0, False: 0.0}
+    for t, per in events:
+        busy = sum(1 for s, d in spans if d == 1 and s <= t) - \
+               sum(1 for s, d in spans if d == -1 and s < t)
+        tokens[busy > max_batch] += per
+    return {k: tokens[k] / time_in[k] if time_in[k] > 0 else 0.0 for k in (True, False)}
+
+
 def outputs_of(r):
     return {x["index"]: x.get("output_tokens") for x in r["requests"] if x["status"] == "ok"}
 
@@ -254,7 +316,15 @@ def main():
                     help="draft num_tokens every step (speculative.adaptive: false)")
     ap.add_argument("--output-len", type=int, default=160)
     ap.add_argument("--workloads", default="grounded,chat,grounded16,grounded32")
+    ap.add_argument("--same-time", action="store_true",
+                    help="run the off and on servers at the same time, one core and one engine "
+                         "thread each (the arms swap cores every round)")
+    ap.add_argument("--aa", action="store_true",
+                    help="both arms with speculation off (the host's noise floor for the "
+                         "on/off ratios)")
     args = ap.parse_args()
+    if args.same_time:
+        args.threads = 1
     if (args.method == "draft") != bool(args.draft_model):
         ap.error("--draft-model goes with --method draft, and only with it")
     OUT.mkdir(parents=True, exist_ok=True)
@@ -273,10 +343,20 @@ def main():
           "steps with a draft | draft time share | draft prompt tokens read / cached | "
           "decode tok/s off / on | decode on/off |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    pairs = []
     for workload in args.workloads.split(","):
         runs = {False: [], True: []}
         for rnd in range(args.rounds):
-            for on in (False, True):
+            if args.same_time:
+                tags = {on: f"{pathlib.Path(args.model).stem or 'default'}-{args.method}-"
+                            f"{workload}-{'on' if on else 'off'}-{rnd}" for on in (False, True)}
+                both = paired_round(args, workload, prompts_file, tags, rnd)
+                for on in (False, True):
+                    runs[on].append(both[on])
+                continue
+            # A B B A ...: a drift of the host's speed over the run does not
+            # favour either arm.
+            for on in ((False, True) if rnd % 2 == 0 else (True, False)):
                 tag = f"{pathlib.Path(args.model).stem or 'default'}-{args.method}-{workload}-" \
                       f"{'on' if on else 'off'}-{rnd}"
                 runs[on].append(run_one(args, workload, on, prompts_file, tag))
@@ -297,6 +377,19 @@ def main():
         read = sum(r["_spec"]["draft_prompt_tokens"] for r in runs[True])
         cached = sum(r["_spec"]["draft_cached_prompt_tokens"] for r in runs[True])
         same = all(outputs_of(a) == outputs_of(b) for a, b in zip(runs[False], runs[True]))
+        paired = sorted(a / b for a, b in zip(tput[True], tput[False]))
+        pairs.append(f"{workload}: on/off per round {' '.join(f'{x:.2f}' for x in paired)} "
+                     f"(median {statistics.median(paired):.2f})")
+        if workload.endswith(("4", "8", "16", "32")):
+            ph = {on: [phase_tps(r, args.max_batch) for r in runs[on]] for on in runs}
+            med = {on: {k: statistics.median(p[k] for p in ph[on]) for k in (True, False)}
+                   for on in runs}
+            pairs[-1] += (f"; output tok/s with more than {args.max_batch} in flight (no drafts) "
+                          f"{med[False][True]:.1f} off, {med[True][True]:.1f} on "
+                          f"({med[True][True] / max(med[False][True], 1e-9):.2f}x); with "
+                          f"{args.max_batch} or fewer {med[False][False]:.1f} off, "
+                          f"{med[True][False]:.1f} on "
+                          f"({med[True][False] / max(med[False][False], 1e-9):.2f}x)")
         t = {on: runs[on][-1] for on in runs}
         print(f"| {workload} | {' / '.join(f'{x:.1f}' for x in tput[False])} | "
               f"{' / '.join(f'{x:.1f}' for x in tput[True])} | **{ratio:.2f}x** | "
@@ -308,6 +401,11 @@ def main():
               f"{' / '.join(f'{x:.1f}' for x in dec[True])} | **{dratio:.2f}x** |" +
               ("" if same else " output lengths differ!"))
         sys.stdout.flush()
+    print("\n" + "\n".join(f"- {p}" for p in pairs))
+    if args.aa:
+        print("\nA/A run: both arms had speculation off.")
+    if args.same_time:
+        print("\nThe off and on servers ran at the same time, one core and one engine thread each.")
     print(f"\nLoad average at the end {os.getloadavg()[0]:.2f}. Commands: "
           f"{runs[True][-1]['_server_cmd']}; {runs[True][-1]['_cmd']}")
 
