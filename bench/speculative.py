@@ -43,6 +43,7 @@ is then the same work done faster, and the script checks the outputs match.
 Results: bench/results/speculative/*.json and a markdown table on stdout.
 """
 import argparse
+import bisect
 import json
 import multiprocessing
 import os
@@ -161,6 +162,11 @@ PERSON_ARRAY_SCHEMA = {
               "required": ["name", "age", "city"], "additionalProperties": False}}
 
 
+# Concurrent streams of each prompts-file workload (chat: one).
+STREAMS = {"grounded": 1, "grounded4": 4, "grounded8": 8, "grounded16": 16, "grounded32": 32,
+           "json": 1, "json16": 16, "turns": 1}
+
+
 def json_prompts(seed=0):
     """Prompts whose JSON answers (PERSON_ARRAY_SCHEMA) copy from the prompt."""
     rng = random.Random(seed)
@@ -210,8 +216,7 @@ def run_one(args, workload, on, prompts_file, tag):
                   "--output-max", str(args.output_len), "--num-requests", "12",
                   "--concurrency", "1"]
         else:
-            conc = {"grounded": 1, "grounded4": 4, "grounded8": 8, "grounded16": 16,
-                    "grounded32": 32, "json": 1, "json16": 16, "turns": 1}[workload]
+            conc = STREAMS[workload]
             if workload.startswith("json"):
                 prompts_file = prompts_file.with_name("json_prompts.jsonl")
                 rf = {"type": "json_schema", "json_schema": {
@@ -274,15 +279,18 @@ def phase_tps(r, max_batch):
     closed loop's ramp and tail, where the policy may draft). In flight as the
     client sees it; a chunk's tokens are its request's mean per chunk."""
     ok = [x for x in r["requests"] if x["status"] == "ok"]
-    spans = sorted([(x["start_s"], 1) for x in ok] +
-                   [(x["start_s"] + x["e2e_ms"] / 1000, -1) for x in ok])
+    starts = sorted(x["start_s"] for x in ok)
+    ends = sorted(x["start_s"] + x["e2e_ms"] / 1000 for x in ok)
+
+    def in_flight(t):  # started at or before t, not ended before t
+        return bisect.bisect_right(starts, t) - bisect.bisect_left(ends, t)
+
     time_in = {True: 0.0, False: 0.0}
-    n, prev = 0, None
-    for t, d in spans:
-        if prev is not None and n > 0:
-            time_in[n > max_batch] += t - prev
-        n += d
-        prev = t
+    edges = sorted(starts + ends)
+    for a, b in zip(edges, edges[1:]):
+        n = in_flight((a + b) / 2)
+        if n > 0:
+            time_in[n > max_batch] += b - a
     events = []
     for x in ok:
         per = x.get("output_tokens", 0) / max(x.get("content_chunks", 0), 1)
@@ -293,9 +301,7 @@ def phase_tps(r, max_batch):
             events.append((t, per))
     tokens = {True: 0.0, False: 0.0}
     for t, per in events:
-        busy = sum(1 for s, d in spans if d == 1 and s <= t) - \
-               sum(1 for s, d in spans if d == -1 and s < t)
-        tokens[busy > max_batch] += per
+        tokens[in_flight(t) > max_batch] += per
     return {k: tokens[k] / time_in[k] if time_in[k] > 0 else 0.0 for k in (True, False)}
 
 
@@ -380,16 +386,16 @@ def main():
         paired = sorted(a / b for a, b in zip(tput[True], tput[False]))
         pairs.append(f"{workload}: on/off per round {' '.join(f'{x:.2f}' for x in paired)} "
                      f"(median {statistics.median(paired):.2f})")
-        if workload.endswith(("4", "8", "16", "32")):
+        if STREAMS.get(workload, 1) > 1:
             ph = {on: [phase_tps(r, args.max_batch) for r in runs[on]] for on in runs}
             med = {on: {k: statistics.median(p[k] for p in ph[on]) for k in (True, False)}
                    for on in runs}
-            pairs[-1] += (f"; output tok/s with more than {args.max_batch} in flight (no drafts) "
-                          f"{med[False][True]:.1f} off, {med[True][True]:.1f} on "
-                          f"({med[True][True] / max(med[False][True], 1e-9):.2f}x); with "
-                          f"{args.max_batch} or fewer {med[False][False]:.1f} off, "
-                          f"{med[True][False]:.1f} on "
-                          f"({med[True][False] / max(med[False][False], 1e-9):.2f}x)")
+            phases = [(True, f"more than {args.max_batch} in flight (no drafts)"),
+                      (False, f"{args.max_batch} or fewer in flight")]
+            pairs[-1] += "".join(
+                f"; output tok/s with {name} {med[False][k]:.1f} off, {med[True][k]:.1f} on "
+                f"({med[True][k] / med[False][k]:.2f}x)"
+                for k, name in phases if med[False][k] > 0)
         t = {on: runs[on][-1] for on in runs}
         print(f"| {workload} | {' / '.join(f'{x:.1f}' for x in tput[False])} | "
               f"{' / '.join(f'{x:.1f}' for x in tput[True])} | **{ratio:.2f}x** | "
