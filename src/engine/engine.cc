@@ -50,7 +50,7 @@ Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOption
           &pool_),
       outputs_(tokenizer, context_limit_),
       speculator_(options.speculative, model.weight_bytes(), kv_.num_blocks(), options.block_size,
-                  options.prefix_cache),
+                  options.prefix_cache, PrefillTokenWeight(model.config())),
       t0_(Clock::now()) {
   if (options.prefault_kv) kv_.Prefault();
   using Overlap = EngineOptions::MaskOverlap;
@@ -237,7 +237,7 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
           if (speculator_.Tracks(r.id))
             for (const auto& [child, token] : r.forks) speculator_.TrackFork(r.id, child);
         const double out_s = std::chrono::duration<double>(Clock::now() - t_out).count();
-        speculator_.Observe(so.chunks, results_, static_cast<int64_t>(batch_.tokens.size()),
+        speculator_.Observe(so.chunks, results_, so.num_decode_tokens, so.num_prefill_tokens,
                             last_step_.forward_s + out_s, &last_step_);
       }
       scheduler_.UpdateFromOutput(so, results_);

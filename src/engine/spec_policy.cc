@@ -30,28 +30,44 @@ size_t BucketOf(size_t tokens) {
 
 }  // namespace
 
-void StepCostModel::Observe(size_t tokens, double seconds) {
-  if (tokens == 0 || !(seconds > 0)) return;
+StepCostModel::StepCostModel(double prefill_weight)
+    : prefill_weight_(std::clamp(prefill_weight, 0.05, 1.0)) {}
+
+void StepCostModel::Buckets::Observe(size_t tokens, double seconds) {
   const size_t b = BucketOf(tokens);
   const double per = seconds / static_cast<double>(tokens);
-  seconds_per_token_[b] = seen_[b] ? 0.8 * seconds_per_token_[b] + 0.2 * per : per;
-  seen_[b] = true;
+  seconds_per_token[b] = seen[b] ? 0.8 * seconds_per_token[b] + 0.2 * per : per;
+  seen[b] = true;
 }
 
-double StepCostModel::Seconds(size_t tokens) const {
+void StepCostModel::Observe(size_t decode, size_t prefill, double seconds) {
+  if (decode + prefill == 0 || !(seconds > 0)) return;
+  if (prefill == 0) decode_.Observe(decode, seconds);
+  const auto units = static_cast<size_t>(
+      std::lround(static_cast<double>(decode) + prefill_weight_ * static_cast<double>(prefill)));
+  all_.Observe(std::max<size_t>(units, 1), seconds);
+}
+
+double StepCostModel::Estimate(size_t tokens, bool decode) const {
+  // Bucket b's seconds per token: for decode and verify positions, from the
+  // steps without prefill where there were some.
+  auto seen = [&](size_t b) { return all_.seen[b] || (decode && decode_.seen[b]); };
+  auto per = [&](size_t b) {
+    return decode && decode_.seen[b] ? decode_.seconds_per_token[b] : all_.seconds_per_token[b];
+  };
   tokens = std::max<size_t>(tokens, 1);
   const double n = static_cast<double>(tokens);
   // Step time at a bucket's lower edge 2^b, from its per-token average.
-  auto at = [&](size_t b) { return seconds_per_token_[b] * static_cast<double>(size_t{1} << b); };
+  auto at = [&](size_t b) { return per(b) * static_cast<double>(size_t{1} << b); };
   const size_t b = BucketOf(tokens);
   size_t lo = b + 1, hi = kBuckets;
   for (size_t i = b + 1; i-- > 0;)
-    if (seen_[i]) {
+    if (seen(i)) {
       lo = i;
       break;
     }
   for (size_t i = b + 1; i < kBuckets; ++i)
-    if (seen_[i]) {
+    if (seen(i)) {
       hi = i;
       break;
     }
@@ -62,24 +78,40 @@ double StepCostModel::Seconds(size_t tokens) const {
     const double y0 = at(lo), y1 = at(hi);
     return y0 + (y1 - y0) * (n - x0) / (x1 - x0);
   }
-  if (has_lo) return seconds_per_token_[lo] * n;  // beyond what was measured: linear
-  if (has_hi) return at(hi);                      // below: at least as cheap as the smallest seen
-  return n;                                       // nothing measured: linear in tokens
+  if (has_lo) return per(lo) * n;  // beyond what was measured: linear
+  if (has_hi) return at(hi);       // below: at least as cheap as the smallest seen
+  return n;                        // nothing measured: linear in tokens
+}
+
+double StepCostModel::Seconds(size_t tokens) const { return Estimate(tokens, true); }
+
+double StepCostModel::PrefillSeconds(size_t tokens) const {
+  // Every step counts, in units: a decode step's cost per position says
+  // little about a prefill's, which reads the weights once for many.
+  return Estimate(
+      std::max<size_t>(
+          static_cast<size_t>(std::lround(prefill_weight_ * static_cast<double>(tokens))), 1),
+      false);
 }
 
 bool StepCostModel::Knows(size_t tokens) const {
   for (size_t b = 0; b <= BucketOf(tokens); ++b)
-    if (seen_[b]) return true;
+    if (all_.seen[b]) return true;
   return false;
 }
 
 bool StepCostModel::Brackets(size_t tokens) const {
   const size_t b = BucketOf(tokens);
-  if (seen_[b]) return true;
-  return std::any_of(seen_.begin(), seen_.begin() + static_cast<std::ptrdiff_t>(b),
-                     [](bool x) { return x; }) &&
-         std::any_of(seen_.begin() + static_cast<std::ptrdiff_t>(b) + 1, seen_.end(),
-                     [](bool x) { return x; });
+  if (all_.seen[b]) return true;
+  bool below = false, above = false;
+  for (size_t i = 0; i < kBuckets; ++i) (i < b ? below : above) |= all_.seen[i];
+  return below && above;
+}
+
+size_t StepCostModel::Largest() const {
+  for (size_t b = kBuckets; b-- > 0;)
+    if (all_.seen[b]) return size_t{1} << b;
+  return 0;
 }
 
 double ExpectedTokens(double alpha, int k) {
@@ -90,9 +122,10 @@ double ExpectedTokens(double alpha, int k) {
 }
 
 int ChooseDraftLength(double alpha, int max_k, size_t batch_sequences, size_t batch_tokens,
-                      const StepCostModel& cost, double min_gain, double draft_s_per_token) {
+                      const StepCostModel& cost, double min_gain, double draft_s_per_token,
+                      double others_extra) {
   if (max_k <= 0 || batch_sequences == 0) return 0;
-  const double b = static_cast<double>(batch_sequences);
+  const double b = static_cast<double>(batch_sequences) + std::max(others_extra, 0.0);
   const double plain = b / cost.Seconds(batch_tokens);
   int best_k = 0;
   double best = plain * min_gain;

@@ -12,6 +12,7 @@
 #include "engine/rejection_sampler.h"
 #include "engine/sampler.h"
 #include "engine/spec_policy.h"
+#include "engine/speculator.h"
 
 namespace brisk {
 namespace {
@@ -292,6 +293,20 @@ TEST(SpecPolicy, DraftsWhenVerifyIsNearlyFreeAndNotWhenItIsNot) {
   EXPECT_EQ(ChooseDraftLength(0.8, 0, 1, 1, flat), 0);
 }
 
+TEST(SpecPolicy, PrefillPositionsWeighByTheWorkOutsideTheOutputLayer) {
+  // SmolLM2-135M: 30 layers of width 576, a 49,152-token vocabulary.
+  LlamaConfig smol;
+  smol.n_layers = 30, smol.d_model = 576, smol.n_heads = 9, smol.n_kv_heads = 3;
+  smol.head_dim = 64, smol.d_ff = 1536, smol.vocab = 49152;
+  EXPECT_NEAR(PrefillTokenWeight(smol), 0.79, 0.01);
+  // Gemma 3 270M: its 262,144-token output layer outweighs the 18 layers.
+  LlamaConfig gemma;
+  gemma.n_layers = 18, gemma.d_model = 640, gemma.n_heads = 4, gemma.n_kv_heads = 1;
+  gemma.head_dim = 256, gemma.d_ff = 2048, gemma.vocab = 262144;
+  EXPECT_NEAR(PrefillTokenWeight(gemma), 0.374, 0.01);
+  EXPECT_DOUBLE_EQ(PrefillTokenWeight(LlamaConfig{}), 1.0);
+}
+
 TEST(SpecPolicy, StepCostInterpolatesAndExtrapolates) {
   StepCostModel m;
   EXPECT_DOUBLE_EQ(m.Seconds(8), 8.0);  // nothing measured: linear
@@ -314,6 +329,46 @@ TEST(SpecPolicy, StepCostInterpolatesAndExtrapolates) {
   EXPECT_FALSE(m.Brackets(300));  // only smaller steps seen
   EXPECT_FALSE(m.Brackets(2));    // only larger ones
   EXPECT_FALSE(StepCostModel{}.Brackets(1));
+}
+
+TEST(SpecPolicy, StepsWithPrefillDoNotMakeVerifyPositionsLookCheap) {
+  // Gemma-like: a prefill position costs 0.375 of a decode position, which
+  // also computes a logits row over a large vocabulary.
+  StepCostModel m(0.375);
+  m.Observe(8, 0, 0.080);  // 8 decode positions: 10 ms each
+  // 8 decodes and 56 prefill positions: 29 units, 3.1 ms a unit.
+  m.Observe(8, 56, 0.090);
+  // Unmeasured by decode steps, a verify step of 32 positions is estimated
+  // from the prefill step in units: 32 * 3.1 ms, not 32 * 90 / 64 ms.
+  EXPECT_NEAR(m.Seconds(32), 0.090 / 29 * 32, 1e-9);
+  EXPECT_NEAR(m.PrefillSeconds(56), 0.090 / 29 * 21, 1e-9);
+  // Once verify steps of that size are measured, they alone count there.
+  m.Observe(32, 0, 0.300);
+  m.Observe(8, 40, 0.070);  // 23 units: bucket 16, where no decode step was
+  EXPECT_NEAR(m.Seconds(32), 0.300, 1e-9);
+  m.Observe(4, 60, 0.050);  // 26.5 units -> 27: bucket 16 again, not 32
+  EXPECT_NEAR(m.Seconds(32), 0.300, 1e-9);
+  // A model without the weight (a draft model's rounds) is the plain one.
+  StepCostModel plain;
+  plain.Observe(4, 0.004);
+  plain.Observe(0, 16, 0.008);
+  EXPECT_NEAR(plain.Seconds(16), 0.008, 1e-12);
+  EXPECT_NEAR(plain.PrefillSeconds(16), 0.008, 1e-12);
+}
+
+TEST(SpecPolicy, TheOthersDraftsCountWithTheTokensTheyBring) {
+  // 10 ms a step plus 1 ms a position.
+  StepCostModel m;
+  for (size_t n : {8, 16, 32}) m.Observe(n, 0.010 + 0.001 * static_cast<double>(n));
+  ASSERT_NEAR(m.Seconds(12), 0.022, 1e-12);
+  // 8 sequences; the first drafted 4 tokens at acceptance 0.95.
+  const double first = ExpectedTokens(0.95, 4) - 1;
+  EXPECT_EQ(ChooseDraftLength(0.95, 4, 8, 8, m), 4);
+  // A second one at 0.8: against a step of 12 positions counted as 8
+  // tokens its drafts look cheap; against the 11.5 tokens the step is
+  // expected to yield they do not pay.
+  EXPECT_EQ(ChooseDraftLength(0.8, 4, 8, 12, m, 1.05, 0, 0), 4);
+  EXPECT_EQ(ChooseDraftLength(0.8, 4, 8, 12, m, 1.05, 0, first), 0);
 }
 
 TEST(SpecPolicy, ADraftModelsTimeCountsAgainstItsDrafts) {

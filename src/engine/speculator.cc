@@ -33,9 +33,18 @@ const char* SpeculativeMethodName(SpeculativeOptions::Method m) {
   return "none";
 }
 
+double PrefillTokenWeight(const LlamaConfig& cfg) {
+  const double d = cfg.d_model, q = static_cast<double>(cfg.n_heads) * cfg.head_dim,
+               kv = static_cast<double>(cfg.n_kv_heads) * cfg.head_dim;
+  // Per layer: q, k, v and output projections, gate, up and down.
+  const double body = cfg.n_layers * (d * q + 2 * d * kv + q * d + 3 * d * cfg.d_ff);
+  const double head = static_cast<double>(cfg.vocab) * d;
+  return body + head > 0 ? body / (body + head) : 1.0;
+}
+
 Speculator::Speculator(const SpeculativeOptions& options, int64_t target_weight_bytes,
-                       int64_t kv_blocks, int block_size, bool prefix_cache)
-    : opts_(options), target_weight_bytes_(target_weight_bytes) {
+                       int64_t kv_blocks, int block_size, bool prefix_cache, double prefill_weight)
+    : opts_(options), target_weight_bytes_(target_weight_bytes), cost_(prefill_weight) {
   if (opts_.method == SpeculativeOptions::Method::kDraftModel && opts_.draft_model)
     draft_model_ =
         std::make_unique<DraftModelRunner>(*opts_.draft_model, block_size, kv_blocks, prefix_cache);
@@ -84,10 +93,12 @@ double Speculator::DraftSecondsPerToken(size_t batch) const {
 }
 
 double Speculator::DraftPrefillSeconds(size_t tokens) const {
-  // Until the draft has read a prompt of about this size, its decode rounds
-  // say little about its prefill speed: scale the target's instead.
-  if (draft_model_->cost().Brackets(tokens)) return draft_model_->cost().Seconds(tokens);
-  return cost_.Seconds(tokens) * static_cast<double>(draft_model_->weight_bytes()) /
+  // Until the draft has read a prompt of about this size, or one of 32
+  // tokens or more (prefill time then grows about linearly), its decode
+  // rounds say little about its prefill speed: scale the target's instead.
+  const StepCostModel& own = draft_model_->cost();
+  if (own.Brackets(tokens) || own.Largest() >= 32) return own.Seconds(tokens);
+  return cost_.PrefillSeconds(tokens) * static_cast<double>(draft_model_->weight_bytes()) /
          static_cast<double>(std::max<int64_t>(target_weight_bytes_, 1));
 }
 
@@ -132,6 +143,7 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool, const DraftTrim
   const auto batch = static_cast<size_t>(std::max<int64_t>(running, 1));
   const double draft_s = DraftSecondsPerToken(batch);
   size_t step_drafts = 0;
+  double step_extra = 0;  // tokens the step's drafts so far are expected to add
   requests_.clear();
   for (auto it = seqs_.begin(); it != seqs_.end();) {
     const SeqState* state = scheduler.Find(it->first);
@@ -149,18 +161,26 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool, const DraftTrim
     const auto& toks = state->tokens;
     // Each sequence decides with the drafts already given to the others in
     // the step (a step of 8 sequences each adding 3 drafts is 32 tokens,
-    // not 11).
-    int k = opts_.adaptive ? ChooseDraftLength(s.acceptance.alpha(), opts_.num_tokens, batch,
-                                               batch + step_drafts, cost_, opts_.min_gain, draft_s)
+    // not 11) and the tokens they are expected to bring.
+    const double alpha = s.acceptance.alpha();
+    int k = opts_.adaptive ? ChooseDraftLength(alpha, opts_.num_tokens, batch, batch + step_drafts,
+                                               cost_, opts_.min_gain, draft_s, step_extra)
                            : opts_.num_tokens;
     if (k == 0 && ++s.since_draft >= kProbeEvery) k = 1;
     if (k > 0) s.since_draft = 0;
-    step_drafts += static_cast<size_t>(k);
+    // What the step's drafts so far cost and bring (a draft model's drafts
+    // are trimmed later, rarely; an n-gram lookup may find fewer than k).
+    auto count = [&](size_t given) {
+      step_drafts += given;
+      step_extra += ExpectedTokens(alpha, static_cast<int>(given)) - 1;
+    };
     if (draft_model_) {
       // A draft that has not read the prompt yet (its catch-up did not pay
       // during the prefill) reads it only where that pays now.
-      if (k > 0 && CatchUpPays(*state, s, batch, draft_s))
+      if (k > 0 && CatchUpPays(*state, s, batch, draft_s)) {
         requests_.push_back({state->id, toks, k, state->salt, {}});
+        count(static_cast<size_t>(k));
+      }
       continue;
     }
     if (s.fed > toks.size()) {  // cannot happen (tokens only grow); rebuild
@@ -173,6 +193,7 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool, const DraftTrim
     s.drafter->Propose(k, &draft_, nullptr);
     if (trim) trim(state->id, &draft_);
     if (!draft_.empty()) scheduler.SetDraft(state->id, draft_);
+    count(draft_.size());
   }
   if (requests_.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();
@@ -220,7 +241,8 @@ void Speculator::CatchUp(std::span<const ScheduledChunk> chunks, const Scheduler
 }
 
 void Speculator::Observe(std::span<const ScheduledChunk> chunks, std::span<const SeqResult> results,
-                         int64_t batch_tokens, double step_s, StepStats* stats) {
+                         int64_t decode_tokens, int64_t prefill_tokens, double step_s,
+                         StepStats* stats) {
   if (!enabled()) return;
   if (stats) {
     stats->spec_eligible = eligible_;
@@ -232,7 +254,8 @@ void Speculator::Observe(std::span<const ScheduledChunk> chunks, std::span<const
       reported_cached_ = draft_model_->cached_tokens();
     }
   }
-  cost_.Observe(static_cast<size_t>(std::max<int64_t>(batch_tokens, 1)), step_s);
+  cost_.Observe(static_cast<size_t>(std::max<int64_t>(decode_tokens, 0)),
+                static_cast<size_t>(std::max<int64_t>(prefill_tokens, 0)), step_s);
   for (const ScheduledChunk& c : chunks) {
     if (c.draft.empty()) continue;
     const auto r = std::find_if(results.begin(), results.end(),

@@ -75,6 +75,11 @@ struct SpeculativeOptions {
 
 const char* SpeculativeMethodName(SpeculativeOptions::Method m);
 
+// The share of a token's multiply-adds outside the output layer: what a
+// prefill position (no logits row) costs relative to a decode position. 0.79
+// for SmolLM2-135M (a 49k vocabulary), 0.37 for Gemma 3 270M (262k).
+double PrefillTokenWeight(const LlamaConfig& cfg);
+
 class Speculator {
  public:
   // `target_weight_bytes`: the target's weights read per token, for the
@@ -82,8 +87,14 @@ class Speculator {
   // target's KV pool, which the draft's matches in blocks.
   // `prefix_cache`: the draft model may reuse its KV blocks across
   // sequences (as the target's prefix cache; off when that is off).
+  // `prefill_weight`: what a prefill position costs in a step relative to a
+  // decode or verify position, which also computes a logits row (the share
+  // of a token's work outside the output layer; PrefillTokenWeight), for
+  // the step-cost model (StepCostModel), so that prefill-heavy steps do not
+  // teach the policy that verify positions are cheap.
   Speculator(const SpeculativeOptions& options, int64_t target_weight_bytes = 0,
-             int64_t kv_blocks = 0, int block_size = 16, bool prefix_cache = true);
+             int64_t kv_blocks = 0, int block_size = 16, bool prefix_cache = true,
+             double prefill_weight = 1.0);
 
   const SpeculativeOptions& options() const { return opts_; }
   bool enabled() const { return opts_.enabled(); }
@@ -110,12 +121,12 @@ class Speculator {
   // draft from their first decode step.
   void CatchUp(std::span<const ScheduledChunk> chunks, const Scheduler& scheduler,
                ThreadPool& pool);
-  // A step's verdicts (results of its chunks) and its time over
-  // `batch_tokens` positions: the forward pass and the output processing
-  // (a verified position costs a logits row and its sampling; with a large
-  // vocabulary that is not small).
+  // A step's verdicts (results of its chunks) and its time over its decode
+  // and verify positions and its prefill positions: the forward pass and the
+  // output processing (a verified position costs a logits row and its
+  // sampling; with a large vocabulary that is not small).
   void Observe(std::span<const ScheduledChunk> chunks, std::span<const SeqResult> results,
-               int64_t batch_tokens, double step_s, StepStats* stats);
+               int64_t decode_tokens, int64_t prefill_tokens, double step_s, StepStats* stats);
 
  private:
   struct Seq {
