@@ -23,10 +23,19 @@ double AcceptanceTracker::alpha() const { return tried_ > 0 ? accepted_ / tried_
 
 namespace {
 
+// Buckets 0..kExact-1 hold steps of exactly 1..kExact tokens; then
+// [128, 256), [256, 512), ... (the last one open-ended).
+constexpr size_t kExact = 127;
+
 size_t BucketOf(size_t tokens) {
-  const size_t b = std::bit_width(std::max<size_t>(tokens, 1)) - 1;  // floor(log2)
-  return std::min<size_t>(b, 15);
+  tokens = std::max<size_t>(tokens, 1);
+  if (tokens <= kExact) return tokens - 1;
+  const size_t log2 = std::bit_width(tokens) - 1;  // >= 7
+  return std::min<size_t>(kExact + log2 - 7, StepCostModel::kBuckets - 1);
 }
+
+// A bucket's smallest step.
+size_t EdgeOf(size_t b) { return b < kExact ? b + 1 : size_t{128} << (b - kExact); }
 
 }  // namespace
 
@@ -58,7 +67,7 @@ double StepCostModel::Estimate(size_t tokens, bool decode) const {
   tokens = std::max<size_t>(tokens, 1);
   const double n = static_cast<double>(tokens);
   // Step time at a bucket's lower edge 2^b, from its per-token average.
-  auto at = [&](size_t b) { return per(b) * static_cast<double>(size_t{1} << b); };
+  auto at = [&](size_t b) { return per(b) * static_cast<double>(EdgeOf(b)); };
   const size_t b = BucketOf(tokens);
   size_t lo = b + 1, hi = kBuckets;
   for (size_t i = b + 1; i-- > 0;)
@@ -73,8 +82,7 @@ double StepCostModel::Estimate(size_t tokens, bool decode) const {
     }
   const bool has_lo = lo <= b, has_hi = hi < kBuckets;
   if (has_lo && has_hi) {
-    const double x0 = static_cast<double>(size_t{1} << lo),
-                 x1 = static_cast<double>(size_t{1} << hi);
+    const double x0 = static_cast<double>(EdgeOf(lo)), x1 = static_cast<double>(EdgeOf(hi));
     const double y0 = at(lo), y1 = at(hi);
     return y0 + (y1 - y0) * (n - x0) / (x1 - x0);
   }
@@ -110,7 +118,7 @@ bool StepCostModel::Brackets(size_t tokens) const {
 
 size_t StepCostModel::Largest() const {
   for (size_t b = kBuckets; b-- > 0;)
-    if (all_.seen[b]) return size_t{1} << b;
+    if (all_.seen[b]) return EdgeOf(b);
   return 0;
 }
 

@@ -49,12 +49,16 @@ class StepCostModel {
   void Observe(size_t decode, size_t prefill, double seconds);
   // A step over `tokens` positions, each with a logits row, took `seconds`.
   void Observe(size_t tokens, double seconds) { Observe(tokens, 0, seconds); }
+  // Steps are kept by size: exactly 1, 2, ..., 127 tokens (a kernel that
+  // works in tiles of columns makes the 9th position of a step dearer than
+  // the 8th), then [128, 256), [256, 512), ... up to 32768 and more.
+  static constexpr size_t kBuckets = 127 + 9;
   // Estimated seconds of a step over `tokens` decode or verify positions.
   // Where steps without prefill were measured, they alone give the cost:
   // a prefill-heavy step of the same size computes fewer logits rows, and
   // with a large vocabulary it would make verify positions look half their
   // price. Elsewhere steps with prefill count too, their prefill positions
-  // at `prefill_weight`. Measured buckets (powers of two) are interpolated
+  // at `prefill_weight`. Measured buckets are interpolated
   // linearly; beyond the measured range the nearest measured bucket is
   // scaled linearly in tokens (pessimistic for drafts); with no
   // measurement at all, linear in tokens.
@@ -71,7 +75,6 @@ class StepCostModel {
   size_t Largest() const;
 
  private:
-  static constexpr size_t kBuckets = 16;  // 1, 2, 4, ..., 32768 tokens
   struct Buckets {
     std::array<double, kBuckets> seconds_per_token{};  // EWMA of seconds / tokens
     std::array<bool, kBuckets> seen{};

@@ -341,7 +341,8 @@ TEST(SpecPolicy, StepsWithPrefillDoNotMakeVerifyPositionsLookCheap) {
   // Unmeasured by decode steps, a verify step of 32 positions is estimated
   // from the prefill step in units: 32 * 3.1 ms, not 32 * 90 / 64 ms.
   EXPECT_NEAR(m.Seconds(32), 0.090 / 29 * 32, 1e-9);
-  EXPECT_NEAR(m.PrefillSeconds(56), 0.090 / 29 * 21, 1e-9);
+  // A prefill of 56 positions is 21 units: between the two steps measured.
+  EXPECT_NEAR(m.PrefillSeconds(56), 0.080 + 0.010 * (21 - 8) / (29 - 8), 1e-9);
   // Once verify steps of that size are measured, they alone count there.
   m.Observe(32, 0, 0.300);
   m.Observe(8, 40, 0.070);  // 23 units: bucket 16, where no decode step was
@@ -354,6 +355,28 @@ TEST(SpecPolicy, StepsWithPrefillDoNotMakeVerifyPositionsLookCheap) {
   plain.Observe(0, 16, 0.008);
   EXPECT_NEAR(plain.Seconds(16), 0.008, 1e-12);
   EXPECT_NEAR(plain.PrefillSeconds(16), 0.008, 1e-12);
+}
+
+TEST(SpecPolicy, SmallStepsAreKeptBySizeLargeOnesByPowersOfTwo) {
+  // A kernel that reads the weights once per 8 columns: the 9th position
+  // costs a pass of its own.
+  StepCostModel m;
+  m.Observe(8, 0.020);
+  m.Observe(9, 0.027);
+  m.Observe(16, 0.034);
+  EXPECT_NEAR(m.Seconds(8), 0.020, 1e-12);
+  EXPECT_NEAR(m.Seconds(9), 0.027, 1e-12);
+  EXPECT_NEAR(m.Seconds(12), 0.027 + 0.007 * 3 / 7, 1e-12);
+  // At 8 sequences a draft token does not pay even if always accepted.
+  EXPECT_EQ(ChooseDraftLength(1.0, 4, 8, 8, m), 0);
+  // From 128 tokens on, one bucket per power of two.
+  m.Observe(128, 0.256);
+  m.Observe(200, 0.300);  // 1.5 ms a token: the bucket's mean moves
+  EXPECT_NEAR(m.Seconds(128), 128 * (0.8 * 0.002 + 0.2 * 0.0015), 1e-12);
+  EXPECT_EQ(m.Largest(), 128u);
+  EXPECT_TRUE(m.Brackets(150));
+  EXPECT_FALSE(m.Brackets(300));
+  EXPECT_NEAR(m.Seconds(1000), 1000 * (0.8 * 0.002 + 0.2 * 0.0015), 1e-12);
 }
 
 TEST(SpecPolicy, TheOthersDraftsCountWithTheTokensTheyBring) {

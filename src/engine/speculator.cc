@@ -166,7 +166,16 @@ void Speculator::Propose(Scheduler& scheduler, ThreadPool& pool, const DraftTrim
     int k = opts_.adaptive ? ChooseDraftLength(alpha, opts_.num_tokens, batch, batch + step_drafts,
                                                cost_, opts_.min_gain, draft_s, step_extra)
                            : opts_.num_tokens;
-    if (k == 0 && ++s.since_draft >= kProbeEvery) k = 1;
+    // A probe finds out whether this sequence's acceptance has risen: only
+    // worth its cost where a draft would pay at acceptance 1 (in a
+    // compute-bound step the 9th position can cost more than a token's
+    // share; there it still probes, rarely, so that what is measured is
+    // not frozen).
+    if (k == 0 && ++s.since_draft >= kProbeEvery &&
+        (s.since_draft >= kProbeEvery * kProbeRarely ||
+         ChooseDraftLength(1.0, opts_.num_tokens, batch, batch + step_drafts, cost_, opts_.min_gain,
+                           draft_s, step_extra) > 0))
+      k = 1;
     if (k > 0) s.since_draft = 0;
     // What the step's drafts so far cost and bring (a draft model's drafts
     // are trimmed later, rarely; an n-gram lookup may find fewer than k).

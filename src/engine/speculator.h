@@ -142,6 +142,9 @@ class Speculator {
   // drafts one token anyway: its acceptance estimate would otherwise stay at
   // the prior forever (a drafter that would pay is never found out).
   static constexpr int kProbeEvery = 16;
+  // Where no draft would pay even if every token were accepted, a sequence
+  // probes kProbeRarely times less often.
+  static constexpr int kProbeRarely = 8;
   // Draft tokens verified before the policy trusts the measured acceptance
   // enough to skip a prompt catch-up that does not pay.
   static constexpr int64_t kExploreVerdicts = 64;
