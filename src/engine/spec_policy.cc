@@ -49,12 +49,15 @@ void StepCostModel::Buckets::Observe(size_t tokens, double seconds) {
   seen[b] = true;
 }
 
+size_t StepCostModel::Units(size_t decode, size_t prefill) const {
+  const double units = static_cast<double>(decode) + prefill_weight_ * static_cast<double>(prefill);
+  return std::max<size_t>(static_cast<size_t>(std::lround(units)), 1);
+}
+
 void StepCostModel::Observe(size_t decode, size_t prefill, double seconds) {
   if (decode + prefill == 0 || !(seconds > 0)) return;
   if (prefill == 0) decode_.Observe(decode, seconds);
-  const auto units = static_cast<size_t>(
-      std::lround(static_cast<double>(decode) + prefill_weight_ * static_cast<double>(prefill)));
-  all_.Observe(std::max<size_t>(units, 1), seconds);
+  all_.Observe(Units(decode, prefill), seconds);
 }
 
 double StepCostModel::Estimate(size_t tokens, bool decode) const {
@@ -66,7 +69,7 @@ double StepCostModel::Estimate(size_t tokens, bool decode) const {
   };
   tokens = std::max<size_t>(tokens, 1);
   const double n = static_cast<double>(tokens);
-  // Step time at a bucket's lower edge 2^b, from its per-token average.
+  // Step time at a bucket's smallest step, from its per-token average.
   auto at = [&](size_t b) { return per(b) * static_cast<double>(EdgeOf(b)); };
   const size_t b = BucketOf(tokens);
   size_t lo = b + 1, hi = kBuckets;
@@ -96,10 +99,7 @@ double StepCostModel::Seconds(size_t tokens) const { return Estimate(tokens, tru
 double StepCostModel::PrefillSeconds(size_t tokens) const {
   // Every step counts, in units: a decode step's cost per position says
   // little about a prefill's, which reads the weights once for many.
-  return Estimate(
-      std::max<size_t>(
-          static_cast<size_t>(std::lround(prefill_weight_ * static_cast<double>(tokens))), 1),
-      false);
+  return Estimate(Units(0, tokens), false);
 }
 
 bool StepCostModel::Knows(size_t tokens) const {

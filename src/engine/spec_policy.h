@@ -83,6 +83,8 @@ class StepCostModel {
   // Seconds of a step over `tokens` positions (units); `decode`: decode
   // or verify positions, from the steps without prefill where measured.
   double Estimate(size_t tokens, bool decode) const;
+  // A step's positions in decode-position units (at least 1).
+  size_t Units(size_t decode, size_t prefill) const;
 
   double prefill_weight_;
   Buckets decode_;  // steps without prefill positions
