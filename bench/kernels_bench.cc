@@ -182,7 +182,6 @@ void RegisterAll() {
       for (bool packed : {true, false}) {
         const std::string layout = packed ? "packed" : "raw";
         for (DType t : types) {
-          if (packed && t == DType::kF16) continue;
           for (int64_t n_tok : {1, 512}) {
             const std::string kind = n_tok == 1 ? "GEMV" : "GEMM";
             for (const auto& s : shapes) {

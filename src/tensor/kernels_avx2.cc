@@ -60,6 +60,13 @@ float HSumF(VF a) {
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
+// The four sums of a, b, c, d at out[0..3]; each vector's lanes are added
+// in the same order whichever slot it takes.
+void HSum4F(VF a, VF b, VF c, VF d, float* out) {
+  const VF ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
+  const VF abcd = _mm256_hadd_ps(ab, cd);
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+}
 float HMaxF(VF a) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
   s = _mm_max_ps(s, _mm_movehl_ps(s, s));

@@ -47,6 +47,16 @@ VF Fnmadd(VF a, VF b, VF c) { return _mm512_fnmadd_ps(a, b, c); }
 VF CvtF(VI a) { return _mm512_cvtepi32_ps(a); }
 VI CvtRoundI(VF a) { return _mm512_cvtps_epi32(a); }
 float HSumF(VF a) { return _mm512_reduce_add_ps(a); }
+// The four sums of a, b, c, d at out[0..3]; each vector's lanes are added
+// in the same order whichever slot it takes.
+void HSum4F(VF a, VF b, VF c, VF d, float* out) {
+  auto fold = [](VF v) {
+    return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  };
+  const __m256 ab = _mm256_hadd_ps(fold(a), fold(b)), cd = _mm256_hadd_ps(fold(c), fold(d));
+  const __m256 abcd = _mm256_hadd_ps(ab, cd);
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+}
 float HMaxF(VF a) { return _mm512_reduce_max_ps(a); }
 VF LoadHalfF(const void* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));

@@ -445,5 +445,47 @@ TEST(MatMul, FusedEqualsSeparateCalls) {
   }
 }
 
+// Float weights: a token's outputs are bitwise the same whether it is alone
+// in the step or one of many (a speculative verify step must give each
+// position what a one-token step would), packed or from GGUF rows, for k that
+// is not a multiple of the vector width too; and they match the scalar table.
+TEST(MatMul, FloatOutputsDoNotDependOnTheBatch) {
+  std::mt19937 rng(11);
+  ThreadPool pool(2);
+  MatMulScratch scratch;
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int64_t k : {int64_t{16}, int64_t{37}, int64_t{100}, int64_t{576}}) {
+      for (int64_t rows : {int64_t{1}, int64_t{5}, int64_t{67}}) {
+        const int64_t n = 11;
+        auto w = RandomWeights(t, rows, k, rng);
+        auto x = RandomFloats(k * n, rng);
+        std::vector<float> y_ref(rows * n);
+        MatMulWith(*GetScalarTable(), t, w.data(), rows, k, x.data(), k, n, y_ref.data(), rows,
+                   pool, scratch);
+        for (const KernelTable* tab : AvailableKernelTables()) {
+          auto mw = PrepareMatMulWeightFor(*tab, t, w.data(), rows, k);
+          ASSERT_TRUE(mw.ok());
+          std::vector<float> packed(rows * n), raw(rows * n);
+          MatMulWith(*tab, *mw, x.data(), k, n, packed.data(), rows, pool, scratch);
+          MatMulWith(*tab, t, w.data(), rows, k, x.data(), k, n, raw.data(), rows, pool, scratch);
+          for (int64_t tok = 0; tok < n; ++tok) {
+            std::vector<float> alone(rows);
+            MatMulWith(*tab, *mw, x.data() + tok * k, k, 1, alone.data(), rows, pool, scratch);
+            for (int64_t r = 0; r < rows; ++r) {
+              const int64_t i = tok * rows + r;
+              const auto where = testing::Message()
+                                 << tab->name << " " << DTypeName(t) << " k=" << k
+                                 << " rows=" << rows << " token=" << tok << " row=" << r;
+              ASSERT_EQ(packed[i], alone[r]) << where;
+              ASSERT_EQ(packed[i], raw[i]) << where;
+              ASSERT_NEAR(packed[i], y_ref[i], 1e-4f * std::sqrt(static_cast<float>(k))) << where;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace brisk
