@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "tensor/kernel_table.h"
 #include "tensor/quant_ref.h"
