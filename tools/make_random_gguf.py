@@ -145,6 +145,11 @@ def synthesize(args) -> int:
         w.add_rope_dimension_count(head_dim)
         w.add_vocab_size(n_vocab)
     w.add_rope_freq_base(args.rope_theta)
+    if args.rope_scaling != "none":
+        w.add_rope_scaling_type(gguf.RopeScalingType(args.rope_scaling))
+        w.add_rope_scaling_factor(args.rope_factor)
+        if args.rope_orig_ctx:
+            w.add_rope_scaling_orig_ctx_len(args.rope_orig_ctx)
     w.add_layer_norm_rms_eps(1e-6 if args.arch != "llama" else 1e-5)
     w.add_tokenizer_model("gpt2")
     # Llama 3's pre-tokenizer for llama, so the llama files take that path in
@@ -240,6 +245,11 @@ def main() -> int:
     syn.add_argument("--ff", type=int, default=512)
     syn.add_argument("--ctx", type=int, default=4096, help="context_length")
     syn.add_argument("--rope-theta", type=float, default=1e6)
+    syn.add_argument("--rope-scaling", choices=["none", "linear", "yarn"], default="none",
+                     help="{arch}.rope.scaling.type (context extension)")
+    syn.add_argument("--rope-factor", type=float, default=1.0, help="rope.scaling.factor")
+    syn.add_argument("--rope-orig-ctx", type=int, default=0,
+                     help="rope.scaling.original_context_length (0: not written)")
     syn.add_argument("--vocab", type=int, default=0,
                      help="pad the vocabulary with unused [PAD<id>] tokens up to N rows "
                           "(a real model's embedding shape, e.g. 128256, 151936)")

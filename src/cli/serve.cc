@@ -37,8 +37,11 @@ struct ServeFlags {
   std::string gate_dir;  // "" = DefaultGateDir()
   bool no_prefix_cache = false;
   bool static_batching = false;
-  std::string log_level;    // "" = the config's logging.level
-  std::string draft_model;  // "" = the config's speculative section
+  std::string log_level;     // "" = the config's logging.level
+  std::string draft_model;   // "" = the config's speculative section
+  std::string rope_scaling;  // "" = the config's model.rope_scaling
+  double rope_scaling_factor = -1;
+  int64_t rope_original_context = -1;
 };
 
 // A startup failure is always said, also with logging.level: off.
@@ -85,6 +88,9 @@ int RunServe(const ServeFlags& f) {
   if (f.threads > 0) cfg.scheduler.threads = f.threads;
   if (f.max_batch_tokens > 0) cfg.scheduler.max_batch_tokens = static_cast<int>(f.max_batch_tokens);
   if (f.max_context_tokens > 0) cfg.model.max_context_tokens = f.max_context_tokens;
+  if (!f.rope_scaling.empty()) cfg.model.rope_scaling = f.rope_scaling;
+  if (f.rope_scaling_factor >= 0) cfg.model.rope_scaling_factor = f.rope_scaling_factor;
+  if (f.rope_original_context >= 0) cfg.model.rope_original_context = f.rope_original_context;
   if (f.max_concurrent > 0)
     cfg.scheduler.max_concurrent_sequences = static_cast<int>(f.max_concurrent);
   if (!f.kv_cache.empty()) {
@@ -110,6 +116,7 @@ int RunServe(const ServeFlags& f) {
   if (!precision.ok()) return Fail(precision.status().WithContext("model.precision"));
   LoadOptions load_options;
   load_options.precision = *precision;
+  if (Status st = SetRopeScaling(cfg.model, &load_options); !st.ok()) return Fail(st);
   auto model = LlamaModel::Load(path, load_options);
   if (!model.ok()) return Fail(model.status().WithContext("loading " + path));
   // A precision other than the file's own, or a KV precision other than
@@ -163,6 +170,11 @@ int RunServe(const ServeFlags& f) {
                                  {"kv_precision", cfg.cache.kv_precision},
                                  {"gated", gated}};
   if (keyed) info["serving_key"] = key.ToJson();
+  if (const RopeScaling& rs = (*model)->config().rope_scaling; rs.type != RopeScaling::Type::kNone)
+    info["rope_scaling"] = {{"type", RopeScalingTypeName(rs.type)},
+                            {"factor", rs.factor},
+                            {"original_context", rs.original_context},
+                            {"context", (*model)->config().context_length}};
   if (changed) info["gate_report"] = gate_report;
   server.SetServingInfo(info);
   server.registry()
@@ -237,6 +249,16 @@ CommandRunner RegisterServe(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--max-context-tokens", f->max_context_tokens,
                  "context cap per request (default: the model's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  app.add_option("--rope-scaling", f->rope_scaling,
+                 "RoPE context extension: file (the GGUF's own), none, linear, yarn "
+                 "(model.rope_scaling)")
+      ->check(CLI::IsMember({"file", "none", "linear", "yarn"}));
+  app.add_option("--rope-scaling-factor", f->rope_scaling_factor,
+                 "context multiplier (default: max-context-tokens / the trained context)")
+      ->check(CLI::Range(1.0, 1024.0));
+  app.add_option("--rope-original-context", f->rope_original_context,
+                 "the trained context the factor extends (default: the file's)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   app.add_option("--max-concurrent", f->max_concurrent, "running sequences at most")
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));

@@ -58,6 +58,11 @@ struct TinyShape {
   bool qk_norms = false;  // qwen3's attn_{q,k}_norm
   float bias_scale = 0.5f;
   int value_length = 0;  // 0: same as head_dim
+  // {arch}.rope.scaling.* keys: type "" = none written.
+  std::string rope_scaling = "";
+  float rope_factor = 1;
+  uint32_t rope_original = 0;  // 0: original_context_length not written
+  float yarn_log_multiplier = 0;
 };
 
 class ArchModelTest : public ::testing::Test {
@@ -89,6 +94,18 @@ class ArchModelTest : public ::testing::Test {
     eps.type = GgufType::kFloat32;
     eps.f = 1e-6;
     w.SetValue(s.arch + ".attention.layer_norm_rms_epsilon", eps);
+    if (!s.rope_scaling.empty()) {
+      w.SetString(s.arch + ".rope.scaling.type", s.rope_scaling);
+      GgufValue factor = eps;
+      factor.f = s.rope_factor;
+      w.SetValue(s.arch + ".rope.scaling.factor", factor);
+      if (s.rope_original) u32("rope.scaling.original_context_length", s.rope_original);
+      if (s.yarn_log_multiplier != 0) {
+        GgufValue mul = eps;
+        mul.f = s.yarn_log_multiplier;
+        w.SetValue(s.arch + ".rope.scaling.yarn_log_multiplier", mul);
+      }
+    }
     const int q_dim = kHeads * s.head_dim, kv_dim = kKvHeads * s.head_dim;
     std::vector<std::pair<std::string, std::vector<int64_t>>> tensors = {
         {"token_embd.weight", {kD, kVocab}}, {"output_norm.weight", {kD}}};
@@ -211,6 +228,82 @@ TEST_F(ArchModelTest, SingleTokenIdentitiesAgainstLlama) {
   // NeoX vs pair-wise RoPE (and the q/k norms) show from the second position.
   EXPECT_GT(MaxAbsDiff(Logits(**zero, {9, 4, 11}), Logits(**llama, {9, 4, 11})), 1e-3f);
   EXPECT_GT(MaxAbsDiff(Logits(**qwen3, {9, 4, 11}), Logits(**llama, {9, 4, 11})), 1e-3f);
+}
+
+// The file's context_length is 256 (Write). A file's own linear scaling
+// leaves it (it already counts the scaling); an original length times the
+// factor extends it; the profile's scaling (LoadOptions) replaces the file's.
+TEST_F(ArchModelTest, RopeScalingFromTheFileAndFromTheProfile) {
+  using Type = RopeScaling::Type;
+  auto yarn = LlamaModel::Load(
+      Write({.arch = "qwen2", .rope_scaling = "yarn", .rope_factor = 4, .rope_original = 128},
+            "yarn.gguf"));
+  ASSERT_TRUE(yarn.ok()) << yarn.status().ToString();
+  EXPECT_EQ((*yarn)->config().rope_scaling.type, Type::kYarn);
+  EXPECT_EQ((*yarn)->config().rope_scaling.factor, 4);
+  EXPECT_EQ((*yarn)->config().rope_scaling.original_context, 128);
+  EXPECT_EQ((*yarn)->config().context_length, 512);
+
+  auto linear = LlamaModel::Load(
+      Write({.arch = "qwen2", .rope_scaling = "linear", .rope_factor = 8}, "linear.gguf"));
+  ASSERT_TRUE(linear.ok()) << linear.status().ToString();
+  EXPECT_EQ((*linear)->config().rope_scaling.type, Type::kLinear);
+  EXPECT_EQ((*linear)->config().context_length, 256);
+
+  const std::string plain = Write({.arch = "qwen2"}, "plain.gguf");
+  LoadOptions o;
+  o.rope_scaling = RopeScaling{.type = Type::kYarn, .factor = 0};  // from context_tokens
+  o.context_tokens = 1024;
+  auto extended = LlamaModel::Load(plain, o);
+  ASSERT_TRUE(extended.ok()) << extended.status().ToString();
+  EXPECT_EQ((*extended)->config().rope_scaling.factor, 4);
+  EXPECT_EQ((*extended)->config().rope_scaling.original_context, 256);
+  EXPECT_EQ((*extended)->config().context_length, 1024);
+
+  // "none" in the profile turns a file's scaling off: back to its trained context.
+  LoadOptions none;
+  none.rope_scaling = RopeScaling{.type = Type::kNone};
+  auto off = LlamaModel::Load((dir_ / "yarn.gguf").string(), none);
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ((*off)->config().rope_scaling.type, Type::kNone);
+  EXPECT_EQ((*off)->config().context_length, 128);
+}
+
+// At position 0 RoPE is the identity and a lone token attends only to itself,
+// so YaRN (frequencies and magnitude) cannot change its logits; from the
+// second position on it must. YaRN with factor 1 is no scaling, bit for bit.
+TEST_F(ArchModelTest, YarnChangesLogitsFromTheSecondPosition) {
+  auto plain = LlamaModel::Load(Write({.arch = "qwen2"}, "plain.gguf"));
+  auto yarn = LlamaModel::Load(
+      Write({.arch = "qwen2", .rope_scaling = "yarn", .rope_factor = 4, .rope_original = 64},
+            "yarn.gguf"));
+  auto unit = LlamaModel::Load(
+      Write({.arch = "qwen2", .rope_scaling = "yarn", .rope_factor = 1, .rope_original = 64},
+            "unit.gguf"));
+  ASSERT_TRUE(plain.ok() && yarn.ok() && unit.ok());
+  EXPECT_LT(MaxAbsDiff(Logits(**yarn, {9}), Logits(**plain, {9})), 1e-5f);
+  const std::vector<int32_t> three = {9, 4, 11};
+  EXPECT_GT(MaxAbsDiff(Logits(**yarn, three), Logits(**plain, three)), 1e-3f);
+  EXPECT_EQ(MaxAbsDiff(Logits(**unit, three), Logits(**plain, three)), 0.f);
+}
+
+TEST_F(ArchModelTest, UnsupportedOrInvalidRopeScalingIsAnError) {
+  auto longrope =
+      LlamaModel::Load(Write({.arch = "qwen2", .rope_scaling = "longrope"}, "longrope.gguf"));
+  ASSERT_FALSE(longrope.ok());
+  EXPECT_EQ(longrope.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(longrope.status().message().find("longrope"), std::string::npos);
+
+  auto deepseek = LlamaModel::Load(Write(
+      {.arch = "qwen2", .rope_scaling = "yarn", .rope_factor = 4, .yarn_log_multiplier = 0.1f},
+      "deepseek.gguf"));
+  ASSERT_FALSE(deepseek.ok());
+  EXPECT_NE(deepseek.status().message().find("yarn_log_multiplier"), std::string::npos);
+
+  auto shrink = LlamaModel::Load(
+      Write({.arch = "qwen2", .rope_scaling = "linear", .rope_factor = 0.5f}, "shrink.gguf"));
+  ASSERT_FALSE(shrink.ok());
+  EXPECT_NE(shrink.status().message().find("factor"), std::string::npos);
 }
 
 TEST_F(ArchModelTest, MissingOrMismatchedTensorsAreErrors) {

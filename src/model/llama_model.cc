@@ -141,6 +141,53 @@ Expected<MatMulWeight> GetMatrix(const GgufFile& f, const std::string& name, int
   return w;
 }
 
+// The file's `{arch}.rope.scaling.*` keys (llama.cpp's names), or the
+// profile's scaling in their place; sets cfg->rope_scaling and, when the
+// scaling extends the context, cfg->context_length.
+Status ReadRopeScaling(const GgufFile& f, const std::string& p, const LoadOptions& options,
+                       LlamaConfig* cfg) {
+  RopeScaling s;
+  ASSIGN_OR_RETURN(std::string type, f.GetStringOr(p + "rope.scaling.type", "none"));
+  ASSIGN_OR_RETURN(s.type, ParseRopeScalingType(type));
+  ASSIGN_OR_RETURN(s.factor, f.GetFloatOr(p + "rope.scaling.factor", 1.0));
+  ASSIGN_OR_RETURN(int64_t original, f.GetIntOr(p + "rope.scaling.original_context_length", 0));
+  ASSIGN_OR_RETURN(s.attn_factor, f.GetFloatOr(p + "rope.scaling.attn_factor", 1.0));
+  ASSIGN_OR_RETURN(s.beta_fast, f.GetFloatOr(p + "rope.scaling.yarn_beta_fast", 32.0));
+  ASSIGN_OR_RETURN(s.beta_slow, f.GetFloatOr(p + "rope.scaling.yarn_beta_slow", 1.0));
+  ASSIGN_OR_RETURN(double log_mul, f.GetFloatOr(p + "rope.scaling.yarn_log_multiplier", 0.0));
+  if (s.type == RopeScaling::Type::kYarn && log_mul != 0)
+    return Unimplemented("{}rope.scaling.yarn_log_multiplier (DeepSeek's YaRN) is not supported",
+                         p);
+  if (s.type == RopeScaling::Type::kNone) s.factor = 1;
+  // The trained context: the file's original_context_length when it has one.
+  // A file's context_length already counts its own scaling, unless an
+  // original length times the factor says more.
+  s.original_context = original > 0 ? original : cfg->context_length;
+  int64_t context = cfg->context_length;
+  if (s.type != RopeScaling::Type::kNone && original > 0)
+    context = std::max(context, static_cast<int64_t>(original * s.factor));
+  if (options.rope_scaling) {
+    RopeScaling o = *options.rope_scaling;
+    if (o.original_context == 0) o.original_context = s.original_context;
+    if (o.type == RopeScaling::Type::kNone) {
+      o.factor = 1;
+    } else if (o.factor == 0) {
+      o.factor = std::max(1.0, static_cast<double>(options.context_tokens) /
+                                   static_cast<double>(o.original_context));
+    }
+    s = o;
+    context = static_cast<int64_t>(static_cast<double>(s.original_context) * s.factor);
+  }
+  if (Status st = ValidateRopeScaling(s); !st.ok())
+    return st.WithContext(fmt::format("{}rope.scaling", options.rope_scaling ? "model." : p));
+  if (context > (int64_t{1} << 24))
+    return InvalidArgument("rope scaling gives a context of {} tokens, over the 16M limit",
+                           context);
+  cfg->rope_scaling = s;
+  cfg->context_length = static_cast<int>(context);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<LoadPrecision> LoadPrecisionType(std::string_view precision) {
@@ -209,14 +256,7 @@ Status LlamaModel::Bind(const LoadOptions& options) {
     ASSIGN_OR_RETURN(double eps, f.GetFloatOr(p + "attention.layer_norm_rms_epsilon", 1e-5));
     if (!(eps > 0 && eps < 1)) return InvalidArgument("rms epsilon {} is invalid", eps);
     cfg_.rms_eps = static_cast<float>(eps);
-    ASSIGN_OR_RETURN(std::string scaling, f.GetStringOr(p + "rope.scaling.type", "none"));
-    ASSIGN_OR_RETURN(double factor, f.GetFloatOr(p + "rope.scaling.factor", 1.0));
-    if (scaling == "linear") {
-      if (!(factor >= 1)) return InvalidArgument("rope scaling factor {} is invalid", factor);
-      cfg_.rope_linear_scale = static_cast<float>(factor);
-    } else if (scaling != "none") {
-      return Unimplemented("rope scaling type '{}' is not supported (none, linear)", scaling);
-    }
+    RETURN_IF_ERROR(ReadRopeScaling(f, p, options, &cfg_));
   }
   RETURN_IF_ERROR(ApplyArchRecipe(*recipe, f, &cfg_));
   const int q_dim = cfg_.n_heads * cfg_.head_dim;
@@ -287,15 +327,15 @@ Status LlamaModel::Bind(const LoadOptions& options) {
                                          &weight_bytes_, f32));
   }
 
-  // theta_i = pos * base^(-2i/d) / scale (optionally / rope_freqs[i]). Local
-  // (sliding-window) layers use their own base, unscaled.
+  // theta_i = pos * base^(-2i/d), scaled (rope_scaling.h), optionally divided
+  // by rope_freqs[i]. Local (sliding-window) layers use their own base,
+  // unscaled.
+  const std::vector<double> inv_freq =
+      RopeInverseFrequencies(cfg_.rope_theta, cfg_.rope_dim, cfg_.rope_scaling);
   inv_freq_.resize(cfg_.rope_dim / 2);
-  for (int i = 0; i < cfg_.rope_dim / 2; ++i) {
-    double f_i = std::pow(static_cast<double>(cfg_.rope_theta), -2.0 * i / cfg_.rope_dim);
-    f_i /= cfg_.rope_linear_scale;
-    if (rope_freqs_) f_i /= rope_freqs_[i];
-    inv_freq_[i] = static_cast<float>(f_i);
-  }
+  for (int i = 0; i < cfg_.rope_dim / 2; ++i)
+    inv_freq_[i] = static_cast<float>(rope_freqs_ ? inv_freq[i] / rope_freqs_[i] : inv_freq[i]);
+  rope_magnitude_ = static_cast<float>(RopeMagnitude(cfg_.rope_scaling));
   if (cfg_.sliding_window > 0) {
     inv_freq_local_.resize(cfg_.rope_dim / 2);
     for (int i = 0; i < cfg_.rope_dim / 2; ++i)
@@ -405,8 +445,8 @@ Status LlamaModel::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
     if (cfg_.embed_scale != 1.f) ScaleInPlace(&s.x[t * d], cfg_.embed_scale, d);
     for (int i = 0; i < half; ++i) {
       float theta = static_cast<float>(s.pos[t]) * inv_freq_[i];
-      s.rope_cos[t * half + i] = std::cos(theta);
-      s.rope_sin[t * half + i] = std::sin(theta);
+      s.rope_cos[t * half + i] = std::cos(theta) * rope_magnitude_;
+      s.rope_sin[t * half + i] = std::sin(theta) * rope_magnitude_;
     }
     for (int i = 0; i < static_cast<int>(inv_freq_local_.size()); ++i) {
       float theta = static_cast<float>(s.pos[t]) * inv_freq_local_[i];

@@ -26,6 +26,7 @@
 #include "model/batch.h"
 #include "model/gguf.h"
 #include "model/kv_cache.h"
+#include "model/rope_scaling.h"
 #include "tensor/kernels.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
@@ -44,7 +45,7 @@ struct LlamaConfig {
   int context_length = 0;
   int rope_dim = 0;
   float rope_theta = 10000.f;
-  float rope_linear_scale = 1.f;  // positions are divided by this
+  RopeScaling rope_scaling;  // the global layers' (the file's, or LoadOptions')
   float rms_eps = 1e-5f;
   bool tied_output = false;
 
@@ -85,6 +86,12 @@ struct LoadOptions {
   // Load-time precision: every matrix converted (see LoadPrecision); its `to`
   // unset = as the file stores them.
   LoadPrecision precision;
+  // The serving profile's RoPE scaling (model.rope_scaling), replacing the
+  // file's: its original_context 0 = the file's trained context, factor 0 =
+  // context_tokens / original_context. The model's context_length becomes
+  // original_context x factor.
+  std::optional<RopeScaling> rope_scaling;
+  int64_t context_tokens = 0;
 };
 
 // model.precision / --precision: "native" -> unset; f32, f16, bf16, q8_0,
@@ -156,6 +163,7 @@ class LlamaModel {
   MatMulWeight output_;
   std::vector<Layer> layers_;
   std::vector<float> inv_freq_, inv_freq_local_;
+  float rope_magnitude_ = 1.f;  // yarn: cos and sin of the global layers times this
   int64_t weight_bytes_ = 0;
   int64_t attention_ns_ = 0;
   std::unique_ptr<Scratch> scratch_;

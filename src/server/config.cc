@@ -40,6 +40,7 @@ constexpr std::string_view kKvPrecisions[] = {"f16", "f32", "bf16", "int8", "fp8
 constexpr std::string_view kUnknownFieldModes[] = {"reject", "ignore"};
 constexpr std::string_view kModelNameModes[] = {"exact", "any"};
 constexpr std::string_view kSpeculativeMethods[] = {"none", "ngram", "draft"};
+constexpr std::string_view kRopeScalings[] = {"file", "none", "linear", "yarn"};
 
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
 
@@ -64,6 +65,9 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"precision", r.OneOf(&m.precision, kPrecisions)},
            {"max_context_tokens", r.Int(&m.max_context_tokens, 0, kIntMax)},
            {"chat_template", r.String(&m.chat_template, true)},
+           {"rope_scaling", r.OneOf(&m.rope_scaling, kRopeScalings)},
+           {"rope_scaling_factor", r.Number(&m.rope_scaling_factor, 0, 1024)},
+           {"rope_original_context", r.Int(&m.rope_original_context, 0, 1 << 24)},
        }},
       {"scheduler",
        {
@@ -244,6 +248,23 @@ Status CheckConsistency(const Reader& r, const InferenceConfig& c) {
                    "scheduler.max_batch_tokens ({})",
                    c.scheduler.prefill_chunk_tokens, c.scheduler.max_batch_tokens);
   }
+  const bool scaled = c.model.rope_scaling == "linear" || c.model.rope_scaling == "yarn";
+  for (const char* key : {"rope_scaling_factor", "rope_original_context"}) {
+    const std::string path = fmt::format("model.{}", key);
+    if (!scaled && r.LineOfKey(path) > 0)
+      return r.Error(line(path, "model.rope_scaling"),
+                     "{} needs model.rope_scaling: linear or yarn (it is '{}')", path,
+                     c.model.rope_scaling);
+  }
+  if (c.model.rope_scaling_factor > 0 && c.model.rope_scaling_factor < 1)
+    return r.Error(line("model.rope_scaling_factor", "model.rope_scaling_factor"),
+                   "model.rope_scaling_factor must be 0 (from max_context_tokens) or >= 1, got {}",
+                   c.model.rope_scaling_factor);
+  if (scaled && c.model.rope_scaling_factor == 0 && c.model.max_context_tokens == 0)
+    return r.Error(line("model.rope_scaling", "model.max_context_tokens"),
+                   "model.rope_scaling: {} needs model.rope_scaling_factor or "
+                   "model.max_context_tokens (the context to extend to)",
+                   c.model.rope_scaling);
   if (c.cache.prefix_cache && !c.cache.kv_cache) {
     return r.Error(line("cache.prefix_cache", "cache.kv_cache"),
                    "cache.prefix_cache: true needs cache.kv_cache: true (set prefix_cache: "

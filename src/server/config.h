@@ -32,6 +32,11 @@ struct InferenceConfig {
     std::string precision = "native";  // one of PrecisionNames()
     int64_t max_context_tokens = 0;    // 0 = the model's context length
     std::string chat_template;         // Jinja file replacing the GGUF's; "" = the file's
+    // RoPE context extension (model/rope_scaling.h): "file" = as the GGUF
+    // says; none | linear | yarn replace the file's.
+    std::string rope_scaling = "file";
+    double rope_scaling_factor = 0;     // 0 = max_context_tokens / rope_original_context
+    int64_t rope_original_context = 0;  // 0 = the file's trained context
     bool operator==(const Model&) const = default;
   } model;
   struct Scheduler {

@@ -238,6 +238,17 @@ Handler Reader::Seconds(double* dst, bool positive, double max) const {
   };
 }
 
+Handler Reader::Number(double* dst, double min, double max) const {
+  return [this, dst, min, max](const YAML::Node& v, const Loc& at) -> Status {
+    double x = 0;
+    if (!v.IsScalar() || !ParseFiniteDouble(Trim(v.Scalar()), &x) || x < min || x > max)
+      return Error(at.line, "{}: expected a number in {}..{}, got {}", at.path, min, max,
+                   Describe(v));
+    *dst = x;
+    return Status::Ok();
+  };
+}
+
 Handler Reader::Bytes(int64_t* dst, int64_t max) const {
   return [this, dst, max](const YAML::Node& v, const Loc& at) -> Status {
     if (!v.IsScalar()) {

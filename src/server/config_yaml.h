@@ -90,6 +90,8 @@ class Reader {
   Handler PowerOfTwo(int* dst, int max) const;
   // Seconds; `positive` excludes 0.
   Handler Seconds(double* dst, bool positive, double max) const;
+  // A finite number in [min, max].
+  Handler Number(double* dst, double min, double max) const;
   Handler Bytes(int64_t* dst, int64_t max) const;
   // Null reads as "".
   Handler String(std::string* dst, bool allow_empty) const;

@@ -38,6 +38,21 @@ EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threa
   return eo;
 }
 
+Status SetRopeScaling(const InferenceConfig::Model& m, LoadOptions* options) {
+  if (m.rope_scaling == "file") return Status::Ok();
+  RopeScaling s;
+  ASSIGN_OR_RETURN(s.type, ParseRopeScalingType(m.rope_scaling));
+  if (s.type != RopeScaling::Type::kNone && m.rope_scaling_factor == 0 && m.max_context_tokens == 0)
+    return InvalidArgument(
+        "model.rope_scaling: {} needs model.rope_scaling_factor or model.max_context_tokens",
+        m.rope_scaling);
+  s.factor = m.rope_scaling_factor;
+  s.original_context = m.rope_original_context;
+  options->rope_scaling = s;
+  options->context_tokens = m.max_context_tokens;
+  return Status::Ok();
+}
+
 Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfig& config,
                                                             LlamaModel& model,
                                                             const Tokenizer& tokenizer,
@@ -48,8 +63,12 @@ Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfi
   if (auto kv_type = ParseKvPrecision(config.cache.kv_precision); !kv_type.ok())
     return kv_type.status().WithContext("cache.kv_precision");
   if (config.model.max_context_tokens > model.config().context_length)
-    return InvalidArgument("model.max_context_tokens {} exceeds the model's context length {}",
-                           config.model.max_context_tokens, model.config().context_length);
+    return InvalidArgument(
+        "model.max_context_tokens {} exceeds the model's context length {}{}",
+        config.model.max_context_tokens, model.config().context_length,
+        config.model.rope_scaling == "file" || config.model.rope_scaling == "none"
+            ? " (model.rope_scaling: yarn or linear extends it)"
+            : "");
   auto access_log = AccessLog::Create(config.logging);
   if (!access_log.ok()) return access_log.status().WithContext("logging.access_log_path");
 
@@ -69,7 +88,9 @@ Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfi
   EngineOptions eo = EngineOptionsFromConfig(config, n_threads);
   if (eo.speculative.method == SpeculativeOptions::Method::kDraftModel) {
     const std::string& path = config.speculative.draft_model;
-    auto draft = LlamaModel::Load(path);
+    LoadOptions draft_options;
+    RETURN_IF_ERROR(SetRopeScaling(config.model, &draft_options));
+    auto draft = LlamaModel::Load(path, draft_options);
     if (!draft.ok()) return draft.status().WithContext("speculative.draft_model: loading " + path);
     if (Status st = CheckDraftVocab(model, **draft); !st.ok())
       return st.WithContext("speculative.draft_model " + path);

@@ -19,6 +19,12 @@ namespace brisk {
 // The engine options an inference.yaml profile asks for.
 EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threads);
 
+// model.rope_scaling, rope_scaling_factor and rope_original_context as load
+// options (for the served model and its draft alike): "file" leaves the
+// file's own scaling. Error: linear or yarn with neither a factor nor
+// max_context_tokens to derive one from.
+Status SetRopeScaling(const InferenceConfig::Model& m, LoadOptions* options);
+
 class LocalServing {
  public:
   // Checks what the engine cannot do (InvalidArgument / Unimplemented with a

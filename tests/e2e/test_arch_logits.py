@@ -48,3 +48,20 @@ def test_logits_match_llamacpp(brisk_bin, llama_bin, arch, tmp_path):
     for x in results:
         assert x["positions"] == 4 * 63, x
         assert x["ok"], x
+
+
+def test_yarn_logits_match_llamacpp(brisk_bin, llama_bin, tmp_path):
+    """YaRN from the file's rope.scaling keys (factor 4 over a trained context
+    of 32 positions; every scored position is past it): Brisk against llama.cpp,
+    and the scaling must move llama.cpp's own distributions far more than the
+    engines differ (the script's check)."""
+    out = tmp_path / "result.json"
+    r = subprocess.run(
+        [sys.executable, str(SCRIPT), "--brisk", brisk_bin, "--llama-bin", llama_bin,
+         "--archs", "qwen2,qwen2-yarn", "--types", "F32", "--ctx", "128", "--chunks", "4",
+         "--workdir", str(tmp_path), "--json", str(out), "--check"],
+        capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    yarn = [x for x in json.loads(out.read_text())["results"] if x["arch"] == "qwen2-yarn"]
+    assert len(yarn) == 1 and yarn[0]["ok"], yarn
+    assert yarn[0]["llama_kld_vs_base"] > 0.01, yarn
