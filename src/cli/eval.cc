@@ -85,7 +85,8 @@ Status CheckDistribution(const EvalFlags& f, const Expected<nlohmann::json>& bri
   if (!brisk->contains("serving_key")) return not_run(kReference);
   ASSIGN_OR_RETURN(ServingKey key, ServingKey::FromJson((*brisk)["serving_key"]));
   // A native server started with --serving-key (a new model file's gate).
-  if (key.precision == "native" && key.kv_precision == "f16") return not_run(kReference);
+  if (key.precision == "native" && key.kv_precision == "f16" && key.rope == "file")
+    return not_run(kReference);
   const std::string path = f.model_file.empty() ? DefaultModelPath() : f.model_file;
   auto file = GgufFile::Open(path);
   Status usable =
@@ -102,6 +103,7 @@ Status CheckDistribution(const EvalFlags& f, const Expected<nlohmann::json>& bri
   eval::KldCheckConfig c;
   c.precision = key.precision;
   c.kv_precision = key.kv_precision;
+  c.rope = key.rope;
   c.text = KldTextPath(gate, gate_path);
   c.n_ctx = gate.kld_ctx;
   c.max_chunks = gate.kld_chunks;
@@ -109,10 +111,11 @@ Status CheckDistribution(const EvalFlags& f, const Expected<nlohmann::json>& bri
                   ? f.kld_threads
                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::fprintf(stderr,
-               "brisk eval: distribution check of %s (precision %s, KV %s) against its native "
-               "precision with an F16 KV cache on %s (%d chunks of %d tokens at most)\n",
-               path.c_str(), c.precision.c_str(), c.kv_precision.c_str(), c.text.c_str(),
-               c.max_chunks, c.n_ctx);
+               "brisk eval: distribution check of %s (precision %s, KV %s, RoPE scaling %s) "
+               "against its native precision with an F16 KV cache on %s (%d chunks of %d tokens "
+               "at most)\n",
+               path.c_str(), c.precision.c_str(), c.kv_precision.c_str(), c.rope.c_str(),
+               c.text.c_str(), c.max_chunks, c.n_ctx);
   const bool tty = isatty(STDERR_FILENO) == 1;
   auto summary = eval::CompareWithNative(
       std::shared_ptr<const GgufFile>(std::move(*file)), c, [tty](int done, int total) {

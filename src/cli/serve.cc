@@ -119,17 +119,20 @@ int RunServe(const ServeFlags& f) {
   if (Status st = SetRopeScaling(cfg.model, &load_options); !st.ok()) return Fail(st);
   auto model = LlamaModel::Load(path, load_options);
   if (!model.ok()) return Fail(model.status().WithContext("loading " + path));
-  // A precision other than the file's own, or a KV precision other than
-  // F16, is a serving change: it starts only with a passing golden-set gate
-  // report for exactly this model file, precision, KV precision and engine
-  // version (serving_gate.h), or with --allow-ungated, which it then says in
+  // A precision other than the file's own, a KV precision other than F16,
+  // or a RoPE scaling other than the file's is a serving change: it starts
+  // only with a passing golden-set gate report for exactly this model file,
+  // precision, KV precision, scaling and engine version (serving_gate.h), or
+  // with --allow-ungated, which it then says in
   // the log, /metrics and /v1/models. The defaults need no gate, so only a
   // changed configuration hashes the whole file (seconds for a large model).
   ServingKey key;
   const std::string gate_dir = f.gate_dir.empty() ? DefaultGateDir() : f.gate_dir;
   bool gated = true;
   std::string gate_report;
-  const bool changed = precision->to.has_value() || *kv_type != KvType::kF16;
+  const std::string rope =
+      cfg.model.rope_scaling == "file" ? "file" : RopeScalingKey((*model)->config().rope_scaling);
+  const bool changed = precision->to.has_value() || *kv_type != KvType::kF16 || rope != "file";
   // --serving-key: the file's own precision reports its key too, so a new
   // model file can pass a gate of its own (`brisk eval golden --save-gate`,
   // then the gateway's rollout gate), at the cost of hashing the file.
@@ -138,6 +141,7 @@ int RunServe(const ServeFlags& f) {
     key.model_hash = ModelFileHash((*model)->file().bytes());
     key.precision = cfg.model.precision;
     key.kv_precision = cfg.cache.kv_precision;
+    key.rope = rope;
   }
   if (changed) {
     auto report = FindPassingGateReport(gate_dir, key);
@@ -147,15 +151,18 @@ int RunServe(const ServeFlags& f) {
       gated = false;
     } else {
       return Fail(InvalidArgument(
-          "model.precision {} with cache.kv_precision {} is a serving change and needs a passing "
-          "golden-set gate report ({}). Make one: start this server with --allow-ungated, run "
+          "model.precision {} with cache.kv_precision {}{} is a serving change and needs a "
+          "passing golden-set gate report ({}). Make one: start this server with --allow-ungated, "
+          "run "
           "`brisk eval golden --set <set.jsonl> --url <its url> --model-file {} --save-gate {}` "
           "(every threshold of the set's gate file must hold: its answers through the server "
           "and, where the gate names max_kld / min_same_top1, this configuration's KL divergence "
           "from the file's native one, scored by that command; the shipped sets are "
           "bench/golden/smollm2.jsonl and gemma3.jsonl), then start it again without "
           "--allow-ungated",
-          cfg.model.precision, cfg.cache.kv_precision, report.status().message(), path, gate_dir));
+          cfg.model.precision, cfg.cache.kv_precision,
+          rope == "file" ? "" : " and RoPE scaling " + rope, report.status().message(), path,
+          gate_dir));
     }
   }
   auto tok = Tokenizer::FromGguf((*model)->file());

@@ -30,6 +30,10 @@ Expected<KldSummary> CompareWithNative(std::shared_ptr<const GgufFile> file,
   ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> ref, LlamaModel::FromGguf(file, LoadOptions{}));
   LoadOptions test_options;
   test_options.precision = precision;
+  if (c.rope != "file") {
+    ASSIGN_OR_RETURN(RopeScaling rope, ParseRopeScalingKey(c.rope));
+    test_options.rope_scaling = rope;
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> test, LlamaModel::FromGguf(file, test_options));
   ASSIGN_OR_RETURN(TextChunks all, ChunkTextFile(*file, c.text, c.n_ctx, c.max_chunks));
   const int vocab = ref->config().vocab;
@@ -74,6 +78,7 @@ nlohmann::json KldCheckJson(const KldSummary& s, const KldCheckConfig& c,
   j["reference"] = {{"model", model_path}, {"precision", "native"}, {"kv_precision", "f16"}};
   j["tested"] = {
       {"model", model_path}, {"precision", c.precision}, {"kv_precision", c.kv_precision}};
+  if (c.rope != "file") j["tested"]["rope"] = c.rope;
   j["text"] = c.text;
   j["n_ctx"] = c.n_ctx;
   const int64_t per_chunk = c.n_ctx - 1 - c.n_ctx / 2;

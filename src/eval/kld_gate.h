@@ -27,6 +27,7 @@ Expected<TextChunks> ChunkTextFile(const GgufFile& file, const std::string& text
 struct KldCheckConfig {
   std::string precision = "native";  // weights under test, as model.precision
   std::string kv_precision = "f16";  // KV cache under test, as cache.kv_precision
+  std::string rope = "file";         // RoPE scaling under test, as ServingKey::rope
   std::string text;                  // evaluation text (path)
   int n_ctx = 512;
   int max_chunks = 6;

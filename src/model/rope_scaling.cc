@@ -1,7 +1,10 @@
 #include "model/rope_scaling.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 
 namespace brisk {
@@ -62,6 +65,42 @@ std::vector<double> RopeInverseFrequencies(double base, int rope_dim, const Rope
     }
   }
   return inv;
+}
+
+std::string RopeScalingKey(const RopeScaling& s) {
+  if (s.type == RopeScaling::Type::kNone) return "none";
+  std::string key =
+      fmt::format("{}-x{}-o{}", RopeScalingTypeName(s.type), s.factor, s.original_context);
+  const RopeScaling defaults;
+  if (s.type == RopeScaling::Type::kYarn &&
+      (s.beta_fast != defaults.beta_fast || s.beta_slow != defaults.beta_slow ||
+       s.attn_factor != defaults.attn_factor))
+    key += fmt::format("-b{}-{}-a{}", s.beta_fast, s.beta_slow, s.attn_factor);
+  return key;
+}
+
+Expected<RopeScaling> ParseRopeScalingKey(std::string_view key) {
+  RopeScaling s;
+  if (key == "none") return s;
+  const std::string text(key);
+  char type[8] = {};
+  int used = 0;
+  long long original = 0;
+  if (std::sscanf(text.c_str(), "%7[a-z]-x%lf-o%lld%n", type, &s.factor, &original, &used) != 3)
+    return InvalidArgument("'{}' is not a rope scaling key (like yarn-x2-o8192)", key);
+  s.original_context = original;
+  if (used < static_cast<int>(text.size())) {
+    int more = 0;
+    if (std::sscanf(text.c_str() + used, "-b%lf-%lf-a%lf%n", &s.beta_fast, &s.beta_slow,
+                    &s.attn_factor, &more) != 3 ||
+        used + more != static_cast<int>(text.size()))
+      return InvalidArgument("'{}' is not a rope scaling key (like yarn-x2-o8192)", key);
+  }
+  ASSIGN_OR_RETURN(s.type, ParseRopeScalingType(type));
+  if (s.type == RopeScaling::Type::kNone)
+    return InvalidArgument("'{}' is not a rope scaling key (like yarn-x2-o8192)", key);
+  RETURN_IF_ERROR(ValidateRopeScaling(s));
+  return s;
 }
 
 double RopeMagnitude(const RopeScaling& s) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,5 +49,12 @@ std::vector<double> RopeInverseFrequencies(double base, int rope_dim, const Rope
 // The factor on cos and sin: attn_factor * (0.1 ln(factor) + 1) for yarn, 1
 // otherwise.
 double RopeMagnitude(const RopeScaling& s);
+
+// The serving key's text of a scaling (server/serving_gate.h): "none",
+// "linear-x4-o8192", "yarn-x2-o8192" (factor, original context; YaRN's
+// betas and attention factor when they are not the defaults: "-b32-1-a1.5").
+// ParseRopeScalingKey reads it back exactly.
+std::string RopeScalingKey(const RopeScaling& s);
+Expected<RopeScaling> ParseRopeScalingKey(std::string_view key);
 
 }  // namespace brisk

@@ -83,5 +83,25 @@ TEST(RopeScaling, NamesAndValidation) {
                    .ok());
 }
 
+TEST(RopeScaling, KeyTextRoundTrips) {
+  const RopeScaling yarn{.type = Type::kYarn, .factor = 2, .original_context = 8192};
+  EXPECT_EQ(RopeScalingKey(yarn), "yarn-x2-o8192");
+  const RopeScaling linear{.type = Type::kLinear, .factor = 2.5, .original_context = 32768};
+  EXPECT_EQ(RopeScalingKey(linear), "linear-x2.5-o32768");
+  EXPECT_EQ(RopeScalingKey({}), "none");
+  RopeScaling odd = yarn;
+  odd.factor = 8192.0 / 3000;  // not a short decimal
+  odd.beta_fast = 16;
+  odd.attn_factor = 1.5;
+  for (const RopeScaling& s : {yarn, linear, odd, RopeScaling{}}) {
+    auto back = ParseRopeScalingKey(RopeScalingKey(s));
+    ASSERT_TRUE(back.ok()) << RopeScalingKey(s) << ": " << back.status().ToString();
+    EXPECT_EQ(*back, s) << RopeScalingKey(s);
+  }
+  for (const char* bad : {"", "yarn", "yarn-x2", "yarn-x2-o8192-", "ntk-x2-o10", "yarn-x0.5-o10",
+                          "none-x2-o10", "yarn-x2-o8192-b1-2-a1x"})
+    EXPECT_FALSE(ParseRopeScalingKey(bad).ok()) << bad;
+}
+
 }  // namespace
 }  // namespace brisk

@@ -13,15 +13,19 @@ namespace brisk {
 using Json = nlohmann::json;
 
 std::string ServingKey::Id() const {
-  return fmt::format("{}-{}-kv{}-{}", model_hash, precision, kv_precision, engine_version);
+  const std::string rope_part = rope == "file" ? "" : "-rope-" + rope;
+  return fmt::format("{}-{}-kv{}{}-{}", model_hash, precision, kv_precision, rope_part,
+                     engine_version);
 }
 
 Json ServingKey::ToJson() const {
-  return {{"id", Id()},
-          {"model_hash", model_hash},
-          {"precision", precision},
-          {"kv_precision", kv_precision},
-          {"engine_version", engine_version}};
+  Json j = {{"id", Id()},
+            {"model_hash", model_hash},
+            {"precision", precision},
+            {"kv_precision", kv_precision},
+            {"engine_version", engine_version}};
+  if (rope != "file") j["rope"] = rope;
+  return j;
 }
 
 Expected<ServingKey> ServingKey::FromJson(const Json& j) {
@@ -33,6 +37,10 @@ Expected<ServingKey> ServingKey::FromJson(const Json& j) {
     if (!j.is_object() || !j.contains(name) || !j[name].is_string())
       return InvalidArgument("serving key: '{}' is missing or not a string", name);
     *dst = j[name].get<std::string>();
+  }
+  if (j.contains("rope")) {
+    if (!j["rope"].is_string()) return InvalidArgument("serving key: 'rope' is not a string");
+    k.rope = j["rope"].get<std::string>();
   }
   return k;
 }

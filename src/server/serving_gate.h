@@ -1,13 +1,12 @@
 // The golden-set gate on the serving path (issue 13): a serving change (a
 // weight precision other than the file's own, a KV precision other than
-// F16) starts only with a passing gate report for exactly what is served:
-// the model file's bytes, the precision, the KV precision and the engine
-// version. `brisk eval golden --save-gate` writes such a report after a run
-// against a server that reports its key in /v1/models: the golden set's
-// answers and, when the set's gate file names KLD thresholds, the
-// distribution check of that key's configuration against the file's native
-// one, scored in the eval process from the same file (eval/kld_gate.h);
-// `brisk serve` looks it up at startup.
+// F16, a RoPE scaling other than the file's) starts only with a passing gate report for exactly
+// what is served: the model file's bytes, the precision, the KV precision and the engine version.
+// `brisk eval golden --save-gate` writes such a report after a run against a server that reports
+// its key in /v1/models: the golden set's answers and, when the set's gate file names KLD
+// thresholds, the distribution check of that key's configuration against the file's native one,
+// scored in the eval process from the same file (eval/kld_gate.h); `brisk serve` looks it up at
+// startup.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +27,13 @@ struct ServingKey {
   std::string model_hash;  // XXH3-128 of the GGUF file's bytes, hex
   std::string precision;   // model.precision
   std::string kv_precision = "f16";
+  // model.rope_scaling as applied (RopeScalingKey: "yarn-x2-o8192"); "file" =
+  // the file's own scaling, which the model hash already covers. Only a
+  // profile's scaling shows in Id() and ToJson(), so older reports still apply.
+  std::string rope = "file";
   std::string engine_version = std::string(kEngineVersion);
 
-  // "<hash>-<precision>-kv<kv>-<version>": the report's file name.
+  // "<hash>-<precision>-kv<kv>[-rope-<rope>]-<version>": the report's file name.
   std::string Id() const;
   nlohmann::json ToJson() const;  // the fields and "id"
   static Expected<ServingKey> FromJson(const nlohmann::json& j);

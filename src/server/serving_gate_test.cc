@@ -42,6 +42,21 @@ TEST_F(ServingGateTest, KeyNamesEverythingThatChangesTheNumbers) {
   EXPECT_EQ(*back, k);
   EXPECT_FALSE(ServingKey::FromJson({{"precision", "q8_0"}}).ok());
   EXPECT_NE(ModelFileHash({}), k.model_hash);
+  EXPECT_FALSE(k.ToJson().contains("rope"));  // the file's own scaling: as before
+}
+
+TEST_F(ServingGateTest, AProfilesRopeScalingIsPartOfTheKey) {
+  ServingKey k = Key();
+  k.rope = "yarn-x2-o8192";
+  EXPECT_EQ(k.Id(), k.model_hash + "-q8_0-kvf16-rope-yarn-x2-o8192-" + std::string(kEngineVersion));
+  EXPECT_EQ(k.ToJson()["rope"], "yarn-x2-o8192");
+  auto back = ServingKey::FromJson(k.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, k);
+  EXPECT_NE(back->Id(), Key().Id());
+  nlohmann::json bad = k.ToJson();
+  bad["rope"] = 2;
+  EXPECT_FALSE(ServingKey::FromJson(bad).ok());
 }
 
 TEST_F(ServingGateTest, OnlyAPassingReportForTheSameKeyCounts) {
