@@ -3,9 +3,14 @@
 // (rejection_sampler.h). A drafter is per sequence and sees the sequence's
 // tokens (prompt + output) as they grow.
 //
-// NgramDrafter is prompt lookup decoding: find the latest earlier place where
-// the sequence's last n tokens occurred (n from max_n down to min_n, in the
-// prompt or the output) and propose the tokens that followed there. It needs
+// NgramDrafter is prompt lookup decoding: find an earlier place where the
+// sequence's last n tokens occurred (n from max_n down to min_n, in the
+// prompt or the output) and propose the tokens that followed there. Of the
+// places (the latest kMaxCandidates), the one whose tokens before the match
+// also agree longest with the sequence's wins, the latest among equals: in
+// text that repeats a pattern (JSON records, lines of code) the short match
+// alone points at the last repetition, the longer context at the record or
+// line being copied. It needs
 // no model, so its proposals are deterministic (no draft distribution): it
 // pays off where the output copies from the input (editing code, extraction,
 // rewriting JSON, summaries that quote).
@@ -44,8 +49,14 @@ class NgramDrafter final : public Drafter {
   size_t size() const { return tokens_.size(); }
 
  private:
+  static constexpr int kMaxCandidates = 32;  // places compared per proposal
+  static constexpr int kMaxContext = 64;     // tokens compared before a match
+
   // Hash of tokens_[end - n, end).
   uint64_t Hash(size_t end, int n) const;
+  // How many tokens before tokens_[end - n, end) equal those before the
+  // sequence's last n, up to kMaxContext.
+  int ContextMatch(size_t end, int n) const;
   // Indexes the n-grams ending at tokens_.size() - 1 that now have a
   // following token (they end one before the newest token).
   void IndexNewest();
@@ -56,6 +67,10 @@ class NgramDrafter final : public Drafter {
   // occurrences that have a next token. A hit is compared token by token
   // before use (hash collisions).
   std::vector<std::unordered_map<uint64_t, uint32_t>> index_;
+  // Per n, per end position: the previous end position indexed under the
+  // same hash (kNone: none), so the occurrences form a chain, latest first.
+  static constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<std::vector<uint32_t>> prev_;
 };
 
 }  // namespace brisk

@@ -245,6 +245,26 @@ TEST(NgramDrafter, ProposesWhatFollowedTheLatestLongestMatch) {
   EXPECT_TRUE(out.empty());
 }
 
+// Records that share their field names: the last 2 tokens ("city" "=") occur
+// in every record, and the latest place (the previous output record) would
+// propose its city. The record being copied is the one whose earlier tokens
+// agree with the output's.
+TEST(NgramDrafter, PrefersThePlaceWithTheLongestAgreeingContext) {
+  NgramDrafter d(1, 2);
+  const int name = 1, city = 2, eq = 3;
+  // input: name 11 city = 21  name 12 city = 22 | output: name 11 city = 21  name 12 city =
+  d.Append(std::vector<int32_t>{name, 11, city, eq, 21, name, 12, city, eq, 22});
+  d.Append(std::vector<int32_t>{name, 11, city, eq, 21, name, 12, city, eq});
+  std::vector<int32_t> out;
+  d.Propose(2, &out, nullptr);
+  EXPECT_EQ(out, (std::vector<int32_t>{22, name}));  // the input's second record, not 21
+  // A record repeated: the places agree equally far back, the latest wins.
+  d.Truncate(3);                                 // ... output: name 11 city = 21  name
+  d.Append(std::vector<int32_t>{11, city, eq});  // name 11 city =
+  d.Propose(1, &out, nullptr);
+  EXPECT_EQ(out, (std::vector<int32_t>{21}));
+}
+
 TEST(NgramDrafter, ProposalStopsAtTheEndAndSurvivesTruncation) {
   NgramDrafter d(2, 2);
   d.Append(std::vector<int32_t>{1, 2, 3, 1, 2});
