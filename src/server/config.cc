@@ -237,6 +237,32 @@ Status ReadKeys(const Reader& r, const YAML::Node& n, const Loc& at,
   return Status::Ok();
 }
 
+}  // namespace
+
+Status CheckRopeScalingKeys(const InferenceConfig::Model& m) {
+  const bool scaled = m.rope_scaling == "linear" || m.rope_scaling == "yarn";
+  if (!scaled && m.rope_scaling_factor != 0)
+    return InvalidArgument(
+        "model.rope_scaling_factor needs model.rope_scaling: linear or yarn (it is '{}')",
+        m.rope_scaling);
+  if (!scaled && m.rope_original_context != 0)
+    return InvalidArgument(
+        "model.rope_original_context needs model.rope_scaling: linear or yarn (it is '{}')",
+        m.rope_scaling);
+  if (m.rope_scaling_factor > 0 && m.rope_scaling_factor < 1)
+    return InvalidArgument(
+        "model.rope_scaling_factor must be 0 (from max_context_tokens) or >= 1, got {}",
+        m.rope_scaling_factor);
+  if (scaled && m.rope_scaling_factor == 0 && m.max_context_tokens == 0)
+    return InvalidArgument(
+        "model.rope_scaling: {} needs model.rope_scaling_factor or model.max_context_tokens (the "
+        "context to extend to)",
+        m.rope_scaling);
+  return Status::Ok();
+}
+
+namespace {
+
 // Checks that involve two keys; reported at the line of whichever was set.
 Status CheckConsistency(const Reader& r, const InferenceConfig& c) {
   auto line = [&](std::string_view a, std::string_view b) {
@@ -248,23 +274,11 @@ Status CheckConsistency(const Reader& r, const InferenceConfig& c) {
                    "scheduler.max_batch_tokens ({})",
                    c.scheduler.prefill_chunk_tokens, c.scheduler.max_batch_tokens);
   }
-  const bool scaled = c.model.rope_scaling == "linear" || c.model.rope_scaling == "yarn";
-  for (const char* key : {"rope_scaling_factor", "rope_original_context"}) {
-    const std::string path = fmt::format("model.{}", key);
-    if (!scaled && r.LineOfKey(path) > 0)
-      return r.Error(line(path, "model.rope_scaling"),
-                     "{} needs model.rope_scaling: linear or yarn (it is '{}')", path,
-                     c.model.rope_scaling);
+  if (Status st = CheckRopeScalingKeys(c.model); !st.ok()) {
+    const int at = std::max(line("model.rope_scaling", "model.rope_scaling_factor"),
+                            line("model.rope_original_context", "model.max_context_tokens"));
+    return r.Error(at, "{}", st.message());
   }
-  if (c.model.rope_scaling_factor > 0 && c.model.rope_scaling_factor < 1)
-    return r.Error(line("model.rope_scaling_factor", "model.rope_scaling_factor"),
-                   "model.rope_scaling_factor must be 0 (from max_context_tokens) or >= 1, got {}",
-                   c.model.rope_scaling_factor);
-  if (scaled && c.model.rope_scaling_factor == 0 && c.model.max_context_tokens == 0)
-    return r.Error(line("model.rope_scaling", "model.max_context_tokens"),
-                   "model.rope_scaling: {} needs model.rope_scaling_factor or "
-                   "model.max_context_tokens (the context to extend to)",
-                   c.model.rope_scaling);
   if (c.cache.prefix_cache && !c.cache.kv_cache) {
     return r.Error(line("cache.prefix_cache", "cache.kv_cache"),
                    "cache.prefix_cache: true needs cache.kv_cache: true (set prefix_cache: "

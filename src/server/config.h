@@ -137,6 +137,12 @@ std::span<const std::string_view> KvPrecisionConfigNames();
 Expected<InferenceConfig> ParseInferenceConfig(std::string_view yaml_text,
                                                std::string_view filename);
 
+// The model.rope_scaling* keys together: a factor or original context only
+// with linear / yarn, a factor of 0 or >= 1, and something to extend to.
+// ParseInferenceConfig runs it (at the keys' line); brisk serve again after
+// its flags.
+Status CheckRopeScalingKeys(const InferenceConfig::Model& m);
+
 // Reads and parses `path`. A missing file is kNotFound, an unreadable one
 // (permissions, a directory, over 16 MiB) kInvalidArgument; both name the path.
 Expected<InferenceConfig> LoadInferenceConfig(const std::string& path);

@@ -39,13 +39,11 @@ EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threa
 }
 
 Status SetRopeScaling(const InferenceConfig::Model& m, LoadOptions* options) {
+  // Again here: brisk serve's flags set these keys after the file's check.
+  RETURN_IF_ERROR(CheckRopeScalingKeys(m));
   if (m.rope_scaling == "file") return Status::Ok();
   RopeScaling s;
   ASSIGN_OR_RETURN(s.type, ParseRopeScalingType(m.rope_scaling));
-  if (s.type != RopeScaling::Type::kNone && m.rope_scaling_factor == 0 && m.max_context_tokens == 0)
-    return InvalidArgument(
-        "model.rope_scaling: {} needs model.rope_scaling_factor or model.max_context_tokens",
-        m.rope_scaling);
   s.factor = m.rope_scaling_factor;
   s.original_context = m.rope_original_context;
   options->rope_scaling = s;

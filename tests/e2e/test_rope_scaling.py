@@ -89,3 +89,8 @@ def test_rope_scaling_flags_and_bad_values(brisk_bin, make_server):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert "needs model.rope_scaling_factor or model.max_context_tokens" in r.stderr + r.stdout
+    # A factor without a scaling type is refused, not ignored.
+    r = subprocess.run([brisk_bin, "serve", "--port", "0", "--rope-scaling-factor", "4"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert "model.rope_scaling_factor needs model.rope_scaling" in r.stderr + r.stdout
