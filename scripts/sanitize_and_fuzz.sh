@@ -29,7 +29,7 @@ phase asan-ctest
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 BRISK_BIN=build-asan/brisk \
   BRISK_E2E_TIME_SCALE=4 \
   python3 -m pytest -q tests/e2e/test_openai_api.py tests/e2e/test_server_robustness.py tests/e2e/test_hostile_input.py \
-  tests/e2e/test_gateway.py
+  tests/e2e/test_gateway.py tests/e2e/test_gateway_failover.py
 phase asan-e2e
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_FUZZ=ON \

@@ -17,6 +17,9 @@ import time
 import urllib.request
 
 import openai
+import pytest
+
+from conftest import skip_or_fail
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SMOL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -251,3 +254,41 @@ def stream_raw(gw, model, max_tokens, prompt="Tell a long story about a dragon."
     finally:
         conn.sock and conn.sock.close()
         conn.close()
+
+
+# The fixtures of the gateway e2e modules (test_gateway.py,
+# test_gateway_failover.py), imported by name into each: one set of engines per
+# module.
+@pytest.fixture(scope="module")
+def engines(brisk_bin):
+    if not GEMMA.exists():
+        skip_or_fail("Gemma 3 model missing: run scripts/install_models.sh")
+    started = {
+        "small1": start_engine(brisk_bin, SMOL, "smol"),
+        "small2": start_engine(brisk_bin, SMOL, "smol"),
+        "medium": start_engine(brisk_bin, variant_model(), "smol-medium"),
+        "large": start_engine(brisk_bin, GEMMA, "gemma"),
+    }
+    yield started
+    for p in started.values():
+        p.stop(signal.SIGKILL)
+
+
+@pytest.fixture
+def gateway(brisk_bin, engines, tmp_path):
+    """Factory: a gateway over the engines with extra YAML; stopped after the test."""
+    started = []
+
+    def make(extra="", ledger=None, key=None):
+        cfg = write_gateway_config(tmp_path / f"gateway{len(started)}.yaml", tiers_of(engines),
+                                   extra)
+        ledger = ledger or tmp_path / f"ledger{len(started)}.db"
+        gw = start_gateway(brisk_bin, cfg, ledger)
+        gw.ledger = ledger
+        started.append(gw)
+        wait_models_known(gw, 3, headers={"Authorization": f"Bearer {key}"} if key else None)
+        return gw
+
+    yield make
+    for gw in started:
+        gw.stop()
