@@ -15,7 +15,7 @@ chunking as bench/kld_vs_llamacpp.py). llama.cpp then computes in f32 with
 those weights, so its KLD / same-top-1 is the bound the weight format alone
 sets, with no activation rounding.
 
-Which tensors: those src/model/llama_model.cc converts at load (GetMatrix):
+Which tensors: those src/model/model.cc converts at load (GetMatrix):
 attn_q/k/v/output and ffn_gate/up/down of every layer, and the output
 projection. Gemma 3 and SmolLM2 tie the output to token_embd.weight: Brisk
 converts the projection but looks embeddings up in the file's own type, so

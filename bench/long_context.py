@@ -6,7 +6,7 @@ For each prompt length P, alternating, `reps` times each:
   llama-bench -m M -p P -n 0 -r 1 -fa 1 -t T
   brisk bench-model -m M -p P -n 0 -r 1 -t T
 and reports tokens/s (median), the ratio, each process's peak RSS, and
-Brisk's attention share of the prefill time (LlamaModel::attention_seconds:
+Brisk's attention share of the prefill time (Model::attention_seconds:
 scores, softmax and the weighted V sum; not the projections) with the
 arithmetic rate that implies (attention FLOPs computed from the model's shape:
 4 x heads x head_dim per visible key per query, a local layer's queries seeing

@@ -37,7 +37,7 @@ struct KvRun {
   std::vector<int32_t> tokens;
 };
 
-Expected<KvRun> RunOnce(LlamaModel& model, const Tokenizer& tok, const KvFlags& f, bool paging) {
+Expected<KvRun> RunOnce(Model& model, const Tokenizer& tok, const KvFlags& f, bool paging) {
   EngineOptions o;
   o.n_threads = f.threads;
   o.window_paging = paging;
@@ -80,11 +80,11 @@ int RunKv(const KvFlags& f) {
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
     return 1;
   };
-  auto model = LlamaModel::Load(f.model);
+  auto model = Model::Load(f.model);
   if (!model.ok()) return fail(model.status());
   auto tok = Tokenizer::FromGguf((*model)->file());
   if (!tok.ok()) return fail(tok.status());
-  const LlamaConfig& c = (*model)->config();
+  const ModelConfig& c = (*model)->config();
   int n_global = 0;
   for (int l = 0; l < c.n_layers; ++l) n_global += !c.IsLocal(l);
   nlohmann::json out;

@@ -14,7 +14,7 @@
 
 #include "cli/commands.h"
 #include "engine/kv_block_pool.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 
 namespace brisk {
 namespace {
@@ -40,14 +40,14 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 }
 
 struct Bench {
-  LlamaModel& model;
+  Model& model;
   KvCache kv;
   KvBlockPool pool;
   ThreadPool threads;
   std::mt19937 rng{1234};
   std::vector<float> logits;
 
-  Bench(LlamaModel& m, KvType kv_type, int64_t blocks, int n_threads)
+  Bench(Model& m, KvType kv_type, int64_t blocks, int n_threads)
       : model(m), kv(m.kv_shape(16, kv_type), blocks), pool(blocks), threads(n_threads) {}
 
   int32_t RandomToken() { return static_cast<int32_t>(rng() % model.config().vocab); }
@@ -120,7 +120,7 @@ int RunBench(const BenchFlags& f) {
   }
   LoadOptions load;
   load.precision = *precision;
-  auto model = LlamaModel::Load(f.model, load);
+  auto model = Model::Load(f.model, load);
   if (!model.ok()) {
     std::fprintf(stderr, "brisk: error: %s\n", model.status().ToString().c_str());
     return 1;
@@ -161,7 +161,7 @@ int RunBench(const BenchFlags& f) {
     }
   }
   // attention_share: the part of the pp time spent in attention proper
-  // (LlamaModel::attention_seconds), median over the repetitions.
+  // (Model::attention_seconds), median over the repetitions.
   out["pp"] = {{"n_prompt", f.pp},
                {"tokens_per_s", Median(pp_tps)},
                {"runs", pp_tps},

@@ -67,7 +67,7 @@ Expected<double> ParseRate(const std::string& text) {
 
 Expected<BenchConfig> MakeConfig(const BenchServeFlags& f, const Given& given) {
   BenchConfig c;
-  ASSIGN_OR_RETURN(c.client.url, ParseUrl(f.url));
+  ASSIGN_OR_RETURN(c.client.url, http::ParseUrl(f.url));
   if (f.endpoint == "chat") {
     c.client.request.api = ApiKind::kChat;
   } else if (f.endpoint != "completions") {

@@ -18,11 +18,12 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/serving_gate.h"
+#include "config/config_yaml.h"
 #include "eval/golden_eval.h"
 #include "eval/kld_gate.h"
 #include "gateway/calibrate.h"
-#include "server/config_yaml.h"
-#include "server/serving_gate.h"
+#include "http/openai_answer.h"
 
 namespace brisk {
 namespace {
@@ -48,7 +49,7 @@ int Fail(const Status& s) {
 // The "brisk" object of the server's first model (GET /v1/models): what
 // brisk serve says about its precision, KV precision and serving key.
 Expected<nlohmann::json> BriskInfo(const EvalFlags& f) {
-  ASSIGN_OR_RETURN(nlohmann::json info, gateway::ModelInfo(f.url, f.api_key));
+  ASSIGN_OR_RETURN(nlohmann::json info, http::ModelInfo(f.url, f.api_key));
   if (!info.contains("brisk") || !info["brisk"].is_object())
     return InvalidArgument("{} reports no brisk serving information (not a brisk serve?)", f.url);
   return info["brisk"];
@@ -178,7 +179,7 @@ int RunGolden(const EvalFlags& f) {
   }
   std::string model = f.model;
   if (model.empty()) {
-    auto m = gateway::DiscoverModel(f.url, f.api_key);
+    auto m = http::DiscoverModel(f.url, f.api_key);
     if (!m.ok()) return Fail(m.status());
     model = *m;
   }

@@ -21,7 +21,7 @@
 #include "eval/kld_gate.h"
 #include "eval/kld_run.h"
 #include "eval/kld_stats.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 
 namespace brisk {
 namespace {
@@ -68,11 +68,11 @@ class Progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-Expected<std::unique_ptr<LlamaModel>> LoadModel(const KldFlags& f) {
+Expected<std::unique_ptr<Model>> LoadModel(const KldFlags& f) {
   ASSIGN_OR_RETURN(LoadPrecision p, LoadPrecisionType(f.precision));
   LoadOptions o;
   o.precision = p;
-  return LlamaModel::Load(f.model, o);
+  return Model::Load(f.model, o);
 }
 
 std::string Description(const KldFlags& f) {
@@ -81,7 +81,7 @@ std::string Description(const KldFlags& f) {
       .dump();
 }
 
-int SaveBase(const KldFlags& f, LlamaModel& model) {
+int SaveBase(const KldFlags& f, Model& model) {
   auto chunks = eval::ChunkTextFile(model.file(), f.text, f.ctx, f.chunks);
   if (!chunks.ok()) return Fail(chunks.status());
   eval::KldBaseHeader h{model.config().vocab, Description(f), std::move(*chunks)};
@@ -110,7 +110,7 @@ int SaveBase(const KldFlags& f, LlamaModel& model) {
   return 0;
 }
 
-int Compare(const KldFlags& f, LlamaModel& model) {
+int Compare(const KldFlags& f, Model& model) {
   auto reader = eval::KldBaseReader::Open(f.base);
   if (!reader.ok()) return Fail(reader.status());
   const eval::KldBaseHeader& h = (*reader)->header();

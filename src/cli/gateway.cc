@@ -14,6 +14,7 @@
 #include "gateway/calibrate.h"
 #include "gateway/canned_upstream.h"
 #include "gateway/gateway_server.h"
+#include "http/openai_answer.h"
 #include "util/log.h"
 
 namespace brisk {
@@ -117,7 +118,7 @@ int RunCalibrate(const GatewayFlags& f) {
   const gateway::UpstreamConfig& up = first.upstreams[0];
   std::string model = first.model;
   if (model.empty()) {
-    auto id = gateway::DiscoverModel(up.url, up.api_key);
+    auto id = http::DiscoverModel(up.url, up.api_key);
     if (!id.ok()) return Fail(id.status());
     model = *id;
   }

@@ -4,7 +4,7 @@
 
 #include "cli/commands.h"
 #include "engine/engine.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "model/prompt_renderer.h"
 #include "model/tokenizer.h"
 
@@ -36,7 +36,7 @@ int RunGenerate(GenerateFlags& f) {
   if (f.threads < 1 || f.threads > 256)
     return Fail(InvalidArgument("--threads must be in [1, 256]"));
   if (f.has_seed) f.sampling.seed = f.seed;
-  auto model = LlamaModel::Load(f.model);
+  auto model = Model::Load(f.model);
   if (!model.ok()) return Fail(model.status());
   auto tok = Tokenizer::FromGguf((*model)->file());
   if (!tok.ok()) return Fail(tok.status().WithContext("loading tokenizer"));

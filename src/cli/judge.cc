@@ -24,7 +24,8 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "gateway/calibrate.h"
-#include "gateway/upstream_client.h"
+#include "http/openai_answer.h"
+#include "http/upstream_client.h"
 
 namespace brisk {
 namespace {
@@ -143,15 +144,15 @@ int RunJudge(const JudgeFlags& f) {
   if (!pairs.ok()) return Fail(pairs.status());
   std::string model = f.model;
   if (model.empty()) {
-    auto found = gateway::DiscoverModel(f.url, f.api_key);
+    auto found = http::DiscoverModel(f.url, f.api_key);
     if (!found.ok()) return Fail(found.status());
     model = *found;
   }
   boost::asio::io_context io;
   auto guard = boost::asio::make_work_guard(io);
-  gateway::UpstreamOptions options;
+  http::UpstreamOptions options;
   options.base_url = f.url;
-  auto client = gateway::UpstreamClient::Create(io.get_executor(), options);
+  auto client = http::UpstreamClient::Create(io.get_executor(), options);
   if (!client.ok()) return Fail(client.status());
   std::thread runner([&io] { io.run(); });
   gateway::JudgeOptions opts;

@@ -19,8 +19,8 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "gateway/upstream_client.h"
-#include "server/serving_gate.h"
+#include "cli/serving_gate.h"
+#include "http/upstream_client.h"
 
 namespace brisk {
 namespace {
@@ -49,11 +49,11 @@ Expected<std::pair<int, std::string>> Call(const std::string& base, const std::s
                                            const std::string& path, const std::string& key,
                                            const std::string& body) {
   boost::asio::io_context io;
-  gateway::UpstreamOptions options;
+  http::UpstreamOptions options;
   options.base_url = base;
   options.head_timeout = std::chrono::seconds(30);
-  ASSIGN_OR_RETURN(auto client, gateway::UpstreamClient::Create(io.get_executor(), options));
-  gateway::UpstreamRequest req;
+  ASSIGN_OR_RETURN(auto client, http::UpstreamClient::Create(io.get_executor(), options));
+  http::UpstreamRequest req;
   req.method = method;
   req.path = path;
   req.body = body;
@@ -62,7 +62,7 @@ Expected<std::pair<int, std::string>> Call(const std::string& base, const std::s
   if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') {
     req.headers.push_back({"X-Brisk-Operator", user});
   }
-  return gateway::FetchBlocking(*client, io, std::move(req));
+  return http::FetchBlocking(*client, io, std::move(req));
 }
 
 // The passing report for what `upstream` serves, from `dir`.

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "engine/token_vocab.h"
 #include "grammar/schema_compiler.h"
 #include "grammar/token_mask.h"
 #include "model/gguf.h"
@@ -128,7 +129,7 @@ int RunCheck(const SchemaFlags& f) {
   }
   auto tok = LoadTokenizer(f.model);
   if (!tok.ok()) return Fail(tok.status());
-  auto trie = TokenTrie::Build(**tok);
+  auto trie = TokenTrie::Build(TokenVocabOf(**tok));
   TokenMasker masker(trie.get());
   const std::vector<int32_t> ids = (*tok)->Encode(*inst, false, false);
   TokenBitmask mask;
@@ -188,7 +189,7 @@ int RunBench(const SchemaFlags& f) {
   auto tok = LoadTokenizer(f.model);
   if (!tok.ok()) return Fail(tok.status());
   const auto t_trie = std::chrono::steady_clock::now();
-  auto trie = TokenTrie::Build(**tok);
+  auto trie = TokenTrie::Build(TokenVocabOf(**tok));
   const double trie_s = Seconds(std::chrono::steady_clock::now() - t_trie).count();
   std::string inst;
   if (!f.instance.empty()) {
@@ -313,7 +314,7 @@ int RunSuite(const SchemaFlags& f) {
   auto tok = LoadTokenizer(f.model);
   if (!tok.ok()) return Fail(tok.status());
   const auto t_trie = std::chrono::steady_clock::now();
-  auto trie = TokenTrie::Build(**tok);
+  auto trie = TokenTrie::Build(TokenVocabOf(**tok));
   nlohmann::ordered_json head;
   head["model"] = f.model;
   head["strict_defaults"] = !f.lenient;

@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "server/config.h"
-#include "server/local_serving.h"
-#include "server/serving_gate.h"
+#include "cli/local_serving.h"
+#include "cli/serving_gate.h"
+#include "config/inference_config.h"
 #include "util/log.h"
 
 namespace brisk {
@@ -117,7 +117,7 @@ int RunServe(const ServeFlags& f) {
   LoadOptions load_options;
   load_options.precision = *precision;
   if (Status st = SetRopeScaling(cfg.model, &load_options); !st.ok()) return Fail(st);
-  auto model = LlamaModel::Load(path, load_options);
+  auto model = Model::Load(path, load_options);
   if (!model.ok()) return Fail(model.status().WithContext("loading " + path));
   // A precision other than the file's own, a KV precision other than F16,
   // or a RoPE scaling other than the file's is a serving change: it starts

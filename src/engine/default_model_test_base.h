@@ -24,7 +24,7 @@ class InstalledModelTest : public ::testing::Test {
   static std::string ModelPath() { return std::string(BRISK_MODEL_DIR) + "/" + kModelFile; }
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(ModelPath())) return;
-    auto m = LlamaModel::Load(ModelPath());
+    auto m = Model::Load(ModelPath());
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(*m).release();
     auto t = Tokenizer::FromGguf(model_->file());
@@ -48,7 +48,7 @@ class InstalledModelTest : public ::testing::Test {
     r.max_tokens = max_tokens;
     return r;
   }
-  inline static LlamaModel* model_ = nullptr;
+  inline static Model* model_ = nullptr;
   inline static Tokenizer* tok_ = nullptr;
 };
 

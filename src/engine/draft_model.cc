@@ -5,7 +5,7 @@
 
 namespace brisk {
 
-Status CheckDraftVocab(const LlamaModel& target, const LlamaModel& draft) {
+Status CheckDraftVocab(const Model& target, const Model& draft) {
   if (target.config().vocab != draft.config().vocab)
     return InvalidArgument(
         "the draft model's vocabulary has {} tokens, the target's {}: a draft model needs the "
@@ -28,7 +28,7 @@ Status CheckDraftVocab(const LlamaModel& target, const LlamaModel& draft) {
   return Status::Ok();
 }
 
-DraftModelRunner::DraftModelRunner(LlamaModel& model, int block_size, int64_t num_blocks,
+DraftModelRunner::DraftModelRunner(Model& model, int block_size, int64_t num_blocks,
                                    bool prefix_cache)
     : model_(model),
       block_size_(block_size),

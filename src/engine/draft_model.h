@@ -41,7 +41,7 @@
 #include "engine/spec_policy.h"
 #include "model/batch.h"
 #include "model/kv_cache.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
 
@@ -49,7 +49,7 @@ namespace brisk {
 
 // Ok when `draft` can draft for `target`: the same vocabulary, token by token
 // (tokenizer.ggml.tokens), so a draft token id means the same text.
-Status CheckDraftVocab(const LlamaModel& target, const LlamaModel& draft);
+Status CheckDraftVocab(const Model& target, const Model& draft);
 
 class DraftModelRunner {
  public:
@@ -58,7 +58,7 @@ class DraftModelRunner {
   // `num_blocks` KV blocks of `block_size` positions in the draft's shape;
   // `prefix_cache`: reuse blocks across sequences (off where the target's
   // prefix cache is off).
-  DraftModelRunner(LlamaModel& model, int block_size, int64_t num_blocks, bool prefix_cache = true);
+  DraftModelRunner(Model& model, int block_size, int64_t num_blocks, bool prefix_cache = true);
 
   struct Request {
     int64_t seq_id = 0;
@@ -120,7 +120,7 @@ class DraftModelRunner {
   Status RunForward(ThreadPool& pool);
   int32_t Argmax(size_t row) const;
 
-  LlamaModel& model_;
+  Model& model_;
   const int block_size_;
   KvCache kv_;
   KvBlockPool pool_;

@@ -19,7 +19,7 @@ const char* FinishReasonName(FinishReason r) {
   return "";
 }
 
-Engine::Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOptions& options)
+Engine::Engine(Model& model, const Tokenizer& tokenizer, const EngineOptions& options)
     : model_(model),
       opts_(options),
       context_limit_(

@@ -27,7 +27,7 @@
 #include "engine/speculator.h"
 #include "model/batch.h"
 #include "model/kv_cache.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "model/tokenizer.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
@@ -63,7 +63,7 @@ struct EngineOptions {
 
 class Engine {
  public:
-  Engine(LlamaModel& model, const Tokenizer& tokenizer, const EngineOptions& options);
+  Engine(Model& model, const Tokenizer& tokenizer, const EngineOptions& options);
   ~Engine();
 
   // Validates and queues a request under the caller's id (unique, > 0).
@@ -88,7 +88,7 @@ class Engine {
   const StepStats& last_step() const { return last_step_; }
   const Speculator& speculator() const { return speculator_; }
   ThreadPool& threads() { return threads_; }
-  LlamaModel& model() { return model_; }
+  Model& model() { return model_; }
   int64_t context_limit() const { return context_limit_; }
   int32_t vocab_size() const { return model_.config().vocab; }
   // Sequences preempted (KV blocks taken back, recomputed later) so far.
@@ -102,7 +102,7 @@ class Engine {
   Status RunForward(const SchedulerOutput& so);
   std::span<const int32_t> LocalTables(const SeqState& st, std::vector<int32_t>* tables);
 
-  LlamaModel& model_;
+  Model& model_;
   EngineOptions opts_;
   int64_t context_limit_;
   ThreadPool threads_;

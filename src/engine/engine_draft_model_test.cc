@@ -73,7 +73,7 @@ class EngineDraftModelTest : public DefaultModelTest {
     return reqs;
   }
 
-  inline static LlamaModel* draft_ = nullptr;
+  inline static Model* draft_ = nullptr;
 };
 
 TEST_F(EngineDraftModelTest, GreedyIsIdenticalAtBatch1) {
@@ -202,7 +202,7 @@ TEST_F(EngineDraftModelTest, ADraftNeedsTheTargetsTokenizer) {
   EXPECT_TRUE(CheckDraftVocab(*model_, *draft_).ok());
   const std::string gemma = std::string(BRISK_MODEL_DIR) + "/gemma-3-270m-q4_k_m.gguf";
   if (!std::filesystem::exists(gemma)) GTEST_SKIP() << "Gemma 3 not installed";
-  auto g = LlamaModel::Load(gemma);
+  auto g = Model::Load(gemma);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   const Status st = CheckDraftVocab(*model_, **g);
   EXPECT_FALSE(st.ok());

@@ -24,7 +24,7 @@ class EngineSpeculativeGemmaTest : public InstalledModelTest<kGemmaModelFile> {
   }
 
   // An int8 copy of the target as its draft, loaded once.
-  static LlamaModel* Draft() {
+  static Model* Draft() {
     if (!draft_) draft_ = LoadInt8Copy(ModelPath());
     return draft_;
   }
@@ -65,7 +65,7 @@ class EngineSpeculativeGemmaTest : public InstalledModelTest<kGemmaModelFile> {
     EXPECT_EQ(on_tight.tokens, off.tokens);
   }
 
-  inline static LlamaModel* draft_ = nullptr;
+  inline static Model* draft_ = nullptr;
 };
 
 TEST_F(EngineSpeculativeGemmaTest, PromptLookupGreedyIsIdenticalAtBatch1) {

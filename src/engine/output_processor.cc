@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "engine/output_processor_sequence.h"
+#include "engine/token_vocab.h"
 #include "grammar/constraint.h"
 
 namespace brisk {
@@ -13,8 +14,8 @@ OutputProcessor::OutputProcessor(const Tokenizer& tokenizer, int64_t context_lim
     : tokenizer_(tokenizer), context_limit_(context_limit) {
   for (int32_t id = 0; id < tokenizer.vocab_size(); ++id)
     if (tokenizer.IsEog(id)) eog_ids_.push_back(id);
-  token_trie_future_ =
-      std::async(std::launch::async, [&tok = tokenizer_] { return TokenTrie::Build(tok); });
+  token_trie_future_ = std::async(
+      std::launch::async, [&tok = tokenizer_] { return TokenTrie::Build(TokenVocabOf(tok)); });
 }
 
 OutputProcessor::~OutputProcessor() = default;

@@ -24,8 +24,8 @@
 #include "engine/scheduler.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
-#include "model/tokenizer_utf8.h"
 #include "util/test_support.h"
+#include "util/utf8.h"
 
 namespace brisk {
 

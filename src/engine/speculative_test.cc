@@ -315,16 +315,16 @@ TEST(SpecPolicy, DraftsWhenVerifyIsNearlyFreeAndNotWhenItIsNot) {
 
 TEST(SpecPolicy, PrefillPositionsWeighByTheWorkOutsideTheOutputLayer) {
   // SmolLM2-135M: 30 layers of width 576, a 49,152-token vocabulary.
-  LlamaConfig smol;
+  ModelConfig smol;
   smol.n_layers = 30, smol.d_model = 576, smol.n_heads = 9, smol.n_kv_heads = 3;
   smol.head_dim = 64, smol.d_ff = 1536, smol.vocab = 49152;
   EXPECT_NEAR(PrefillTokenWeight(smol), 0.79, 0.01);
   // Gemma 3 270M: its 262,144-token output layer outweighs the 18 layers.
-  LlamaConfig gemma;
+  ModelConfig gemma;
   gemma.n_layers = 18, gemma.d_model = 640, gemma.n_heads = 4, gemma.n_kv_heads = 1;
   gemma.head_dim = 256, gemma.d_ff = 2048, gemma.vocab = 262144;
   EXPECT_NEAR(PrefillTokenWeight(gemma), 0.374, 0.01);
-  EXPECT_DOUBLE_EQ(PrefillTokenWeight(LlamaConfig{}), 1.0);
+  EXPECT_DOUBLE_EQ(PrefillTokenWeight(ModelConfig{}), 1.0);
 }
 
 TEST(SpecPolicy, StepCostInterpolatesAndExtrapolates) {

@@ -56,17 +56,17 @@ inline std::vector<std::string> SpeculativeTestPrompts() {
 // The model at `path` loaded at int8: a lower-precision copy of a target,
 // as its draft model (owned by the caller; null and a test failure if it
 // does not load).
-inline LlamaModel* LoadInt8Copy(const std::string& path) {
+inline Model* LoadInt8Copy(const std::string& path) {
   auto precision = LoadPrecisionType("int8");
   EXPECT_TRUE(precision.ok());
   LoadOptions lo;
   lo.precision = *precision;
-  auto d = LlamaModel::Load(path, lo);
+  auto d = Model::Load(path, lo);
   EXPECT_TRUE(d.ok()) << d.status().ToString();
   return d.ok() ? std::move(*d).release() : nullptr;
 }
 
-inline SpeculativeRun RunToEnd(LlamaModel& model, const Tokenizer& tok, const EngineOptions& opts,
+inline SpeculativeRun RunToEnd(Model& model, const Tokenizer& tok, const EngineOptions& opts,
                                const std::vector<GenerationRequest>& reqs) {
   Engine e(model, tok, opts);
   SpeculativeRun run;

@@ -33,7 +33,7 @@ const char* SpeculativeMethodName(SpeculativeOptions::Method m) {
   return "none";
 }
 
-double PrefillTokenWeight(const LlamaConfig& cfg) {
+double PrefillTokenWeight(const ModelConfig& cfg) {
   const double d = cfg.d_model, q = static_cast<double>(cfg.n_heads) * cfg.head_dim,
                kv = static_cast<double>(cfg.n_kv_heads) * cfg.head_dim;
   // Per layer: q, k, v and output projections, gate, up and down.

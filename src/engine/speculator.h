@@ -58,7 +58,7 @@ struct SpeculativeOptions {
   Method method = Method::kNone;
   // kDraftModel: the draft (not owned; same vocabulary as the target, see
   // CheckDraftVocab). Its KV cache holds as many blocks as the target's.
-  LlamaModel* draft_model = nullptr;
+  Model* draft_model = nullptr;
   int num_tokens = 4;      // most draft tokens per sequence per step
   int ngram_min = 1;       // prompt lookup: shortest match
   int ngram_max = 4;       // prompt lookup: longest match
@@ -78,7 +78,7 @@ const char* SpeculativeMethodName(SpeculativeOptions::Method m);
 // The share of a token's multiply-adds outside the output layer: what a
 // prefill position (no logits row) costs relative to a decode position. 0.79
 // for SmolLM2-135M (a 49k vocabulary), 0.37 for Gemma 3 270M (262k).
-double PrefillTokenWeight(const LlamaConfig& cfg);
+double PrefillTokenWeight(const ModelConfig& cfg);
 
 class Speculator {
  public:

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <cmath>
 
-#include "gateway/stream_rewriter.h"
-#include "gateway/upstream_client.h"
-#include "server/config_yaml.h"
+#include "config/config_yaml.h"
+#include "http/openai_answer.h"
+#include "http/upstream_client.h"
 #include "util/wilson.h"
 
 namespace brisk::eval {
@@ -60,9 +60,9 @@ std::vector<CaseResult> RunGoldenSet(const std::string& url, const std::string& 
                                      const std::vector<GoldenCase>& cases) {
   std::vector<CaseResult> out;
   boost::asio::io_context io;
-  gateway::UpstreamOptions options;
+  http::UpstreamOptions options;
   options.base_url = url;
-  auto client = gateway::UpstreamClient::Create(io.get_executor(), options);
+  auto client = http::UpstreamClient::Create(io.get_executor(), options);
   for (const GoldenCase& c : cases) {
     CaseResult res;
     res.id = c.id;
@@ -73,7 +73,7 @@ std::vector<CaseResult> RunGoldenSet(const std::string& url, const std::string& 
     }
     Json body = c.body;
     body["model"] = model;
-    gateway::UpstreamRequest req;
+    http::UpstreamRequest req;
     req.method = "POST";
     req.path = c.chat ? "/v1/chat/completions" : "/v1/completions";
     req.headers = {{"Content-Type", "application/json"}};
@@ -81,7 +81,7 @@ std::vector<CaseResult> RunGoldenSet(const std::string& url, const std::string& 
     req.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
     const auto t0 = std::chrono::steady_clock::now();
     Expected<std::pair<int, std::string>> answer =
-        gateway::FetchBlocking(**client, io, std::move(req));
+        http::FetchBlocking(**client, io, std::move(req));
     res.latency_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!answer.ok()) {
@@ -90,8 +90,7 @@ std::vector<CaseResult> RunGoldenSet(const std::string& url, const std::string& 
       res.why = fmt::format("HTTP {}: {}", answer->first, answer->second.substr(0, 200));
     } else {
       Json j = Json::parse(answer->second, nullptr, false);
-      const gateway::AnswerFacts facts =
-          j.is_object() ? gateway::ReadAnswer(j) : gateway::AnswerFacts{};
+      const http::AnswerFacts facts = j.is_object() ? http::ReadAnswer(j) : http::AnswerFacts{};
       res.answer = facts.text;
       res.finish_reason = facts.finish_reason;
       res.why = CheckAnswer(c.check, facts.text);

@@ -86,7 +86,7 @@ Expected<GoldenCheck> ParseCheck(const Json& v, const std::string& at) {
       c.kind = GoldenCheck::Kind::kJson;
     } else if (k == "json_schema") {
       c.kind = GoldenCheck::Kind::kJsonSchema;
-      auto check = std::make_shared<gateway::AnswerCheck>(gateway::AnswerCheck::FromRequest(
+      auto check = std::make_shared<AnswerCheck>(AnswerCheck::FromRequest(
           {{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", val}}}}}}));
       if (!check->has_schema())
         return InvalidArgument("{}: not a schema this checker can use: {}", where,

@@ -14,7 +14,7 @@
 //   {"contains_any": [...]}   holds at least one
 //   {"regex": "..."}          a PCRE2 search finds a match
 //   {"json": true}            parses as JSON (an object or array)
-//   {"json_schema": {...}}    parses and validates (gateway/answer_check.h)
+//   {"json_schema": {...}}    parses and validates (grammar/answer_check.h)
 #pragma once
 
 #include <memory>
@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gateway/answer_check.h"
+#include "grammar/answer_check.h"
 #include "util/status.h"
 
 namespace brisk::eval {
@@ -33,7 +33,7 @@ struct GoldenCheck {
   Kind kind = Kind::kContains;
   std::vector<std::string> values;  // exact: one; contains(_any): the strings; regex: one
   // kJsonSchema: the schema compiled once, when the set is read.
-  std::shared_ptr<const gateway::AnswerCheck> schema;
+  std::shared_ptr<const AnswerCheck> schema;
   bool ignore_case = false;
 };
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "model/kv_cache.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "model/tokenizer.h"
 #include "util/thread_pool.h"
 
@@ -27,14 +27,14 @@ Expected<KldSummary> CompareWithNative(std::shared_ptr<const GgufFile> file,
                                        const std::function<void(int, int)>& on_chunk) {
   ASSIGN_OR_RETURN(KvType kv, ParseKvPrecision(c.kv_precision));
   ASSIGN_OR_RETURN(LoadPrecision precision, LoadPrecisionType(c.precision));
-  ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> ref, LlamaModel::FromGguf(file, LoadOptions{}));
+  ASSIGN_OR_RETURN(std::unique_ptr<Model> ref, Model::FromGguf(file, LoadOptions{}));
   LoadOptions test_options;
   test_options.precision = precision;
   if (c.rope != "file") {
     ASSIGN_OR_RETURN(RopeScaling rope, ParseRopeScalingKey(c.rope));
     test_options.rope_scaling = rope;
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> test, LlamaModel::FromGguf(file, test_options));
+  ASSIGN_OR_RETURN(std::unique_ptr<Model> test, Model::FromGguf(file, test_options));
   ASSIGN_OR_RETURN(TextChunks all, ChunkTextFile(*file, c.text, c.n_ctx, c.max_chunks));
   const int vocab = ref->config().vocab;
   ThreadPool pool(c.threads);

@@ -28,7 +28,7 @@ Expected<TextChunks> MakeChunks(std::vector<int32_t> text_tokens, int n_ctx, int
   return c;
 }
 
-Status ScoreChunks(LlamaModel& model, ThreadPool& pool, const TextChunks& chunks,
+Status ScoreChunks(Model& model, ThreadPool& pool, const TextChunks& chunks,
                    const ScoredRowFn& on_row, const std::function<void(int chunk)>& on_chunk,
                    KvType kv_type) {
   const int n_ctx = chunks.n_ctx;

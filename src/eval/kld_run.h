@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
 
@@ -41,7 +41,7 @@ Expected<TextChunks> MakeChunks(std::vector<int32_t> text_tokens, int n_ctx, int
 // the first error either returns.
 using ScoredRowFn = std::function<Status(int chunk, int j, const float* logits)>;
 // The KV cache holds `kv_type` (cache.kv_precision).
-Status ScoreChunks(LlamaModel& model, ThreadPool& pool, const TextChunks& chunks,
+Status ScoreChunks(Model& model, ThreadPool& pool, const TextChunks& chunks,
                    const ScoredRowFn& on_row, const std::function<void(int chunk)>& on_chunk = {},
                    KvType kv_type = KvType::kF16);
 

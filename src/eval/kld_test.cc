@@ -9,7 +9,7 @@
 #include "eval/kld_base.h"
 #include "eval/kld_run.h"
 #include "eval/kld_stats.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "util/test_support.h"
 
 namespace brisk::eval {
@@ -167,9 +167,9 @@ TEST(KldRunTest, ScoredRowsAreTheChunkForwardsLogits) {
   const std::string model_path = std::string(BRISK_MODEL_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
   if (!std::filesystem::exists(model_path))
     BRISK_SKIP_OR_FAIL_MISSING("default model not installed");
-  auto model = LlamaModel::Load(model_path);
+  auto model = Model::Load(model_path);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  LlamaModel& m = **model;
+  Model& m = **model;
   const int vocab = m.config().vocab;
   std::mt19937 rng(4);
   std::vector<int32_t> tokens(2 * 80 + 5);

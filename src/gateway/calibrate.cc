@@ -11,7 +11,7 @@
 
 #include "gateway/json_fields.h"
 #include "gateway/stream_rewriter.h"
-#include "gateway/upstream_client.h"
+#include "http/upstream_client.h"
 
 namespace brisk::gateway {
 
@@ -62,44 +62,16 @@ double ThresholdForShare(std::vector<double> means, double share) {
   return means[k];
 }
 
-Expected<nlohmann::json> ModelInfo(const std::string& url, const std::string& api_key) {
-  boost::asio::io_context io;
-  UpstreamOptions options;
-  options.base_url = url;
-  ASSIGN_OR_RETURN(auto client, UpstreamClient::Create(io.get_executor(), options));
-  UpstreamRequest req;
-  req.method = "GET";
-  req.path = "/v1/models";
-  if (!api_key.empty()) req.headers.push_back({"Authorization", "Bearer " + api_key});
-  ASSIGN_OR_RETURN(auto answer, FetchBlocking(*client, io, std::move(req)));
-  Json j = Json::parse(answer.second, nullptr, false);
-  if (answer.first != 200 || !j.is_object() || !j.contains("data") || !j["data"].is_array() ||
-      j["data"].empty() || !j["data"][0].is_object()) {
-    return Status(StatusCode::kUnavailable,
-                  fmt::format("{} /v1/models gave no model (HTTP {})", url, answer.first));
-  }
-  return j["data"][0];
-}
-
-Expected<std::string> DiscoverModel(const std::string& url, const std::string& api_key) {
-  ASSIGN_OR_RETURN(Json model, ModelInfo(url, api_key));
-  std::string id = StringOr(model, "id", "");
-  if (id.empty()) {
-    return Status(StatusCode::kUnavailable, fmt::format("{} /v1/models lists no model id", url));
-  }
-  return id;
-}
-
 Expected<CalibrationResult> Calibrate(const std::string& url, const std::string& api_key,
                                       const std::vector<CalibrationCase>& cases,
                                       double target_share) {
   boost::asio::io_context io;
-  UpstreamOptions options;
+  http::UpstreamOptions options;
   options.base_url = url;
-  ASSIGN_OR_RETURN(auto client, UpstreamClient::Create(io.get_executor(), options));
+  ASSIGN_OR_RETURN(auto client, http::UpstreamClient::Create(io.get_executor(), options));
   CalibrationResult result;
   for (const CalibrationCase& c : cases) {
-    UpstreamRequest req;
+    http::UpstreamRequest req;
     req.method = "POST";
     req.path = c.chat ? "/v1/chat/completions" : "/v1/completions";
     req.headers = {{"Content-Type", "application/json"}};

@@ -39,12 +39,6 @@ Expected<std::vector<CalibrationCase>> ReadCalibrationSet(const std::string& pat
 // mean < t are ceil(share x n) of them (ties may add more). Pure, tested.
 double ThresholdForShare(std::vector<double> means, double share);
 
-// The first model id of GET /v1/models at `url`.
-Expected<std::string> DiscoverModel(const std::string& url, const std::string& api_key);
-// The first model object of GET /v1/models at `url` (with any extension
-// fields, e.g. brisk serve's "brisk").
-Expected<nlohmann::json> ModelInfo(const std::string& url, const std::string& api_key);
-
 // Sends every case to `url` (an upstream of the cascade's first tier) one at
 // a time and computes the threshold.
 Expected<CalibrationResult> Calibrate(const std::string& url, const std::string& api_key,

@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "server/http_server.h"
+#include "http/server.h"
 #include "util/status.h"
 
 namespace brisk::gateway {

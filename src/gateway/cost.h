@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "http/openai_answer.h"
+
 namespace brisk::gateway {
 
 struct Prices {
@@ -19,18 +21,7 @@ struct Prices {
   bool operator==(const Prices&) const = default;
 };
 
-struct TokenCounts {
-  int64_t prompt = 0;  // all prompt tokens, cached ones included (OpenAI's prompt_tokens)
-  int64_t cached = 0;  // of which served from the prefix cache (<= prompt)
-  int64_t output = 0;  // completion tokens
-
-  TokenCounts& operator+=(const TokenCounts& o) {
-    prompt += o.prompt;
-    cached += o.cached;
-    output += o.output;
-    return *this;
-  }
-};
+using TokenCounts = http::TokenCounts;
 
 // (prompt - cached) x input + cached x cached_input + output x output, per
 // million. A cached count above prompt is clamped to prompt.

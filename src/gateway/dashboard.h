@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "gateway/ledger.h"
-#include "server/http_server.h"
+#include "http/server.h"
 
 namespace brisk::gateway {
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "server/config_yaml.h"
+#include "config/config_yaml.h"
 #include "util/log.h"
 
 namespace brisk::gateway {

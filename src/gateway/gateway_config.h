@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config/inference_config.h"
 #include "gateway/cost.h"
-#include "server/config.h"
 #include "util/status.h"
 
 namespace brisk::gateway {

@@ -17,11 +17,11 @@
 #include "gateway/ledger.h"
 #include "gateway/replica_picker.h"
 #include "gateway/router.h"
-#include "gateway/upstream_client.h"
-#include "server/access_log.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
-#include "server/span_exporter.h"
+#include "http/server.h"
+#include "http/upstream_client.h"
+#include "obs/access_log.h"
+#include "obs/metrics.h"
+#include "obs/span_exporter.h"
 
 namespace brisk::gateway {
 
@@ -32,8 +32,8 @@ class RolloutManager;
 struct TierRuntime {
   int index = 0;
   const TierConfig* config = nullptr;
-  std::vector<std::unique_ptr<UpstreamClient>> clients;  // one per replica
-  std::vector<std::string> names;                        // "host:port" per replica
+  std::vector<std::unique_ptr<http::UpstreamClient>> clients;  // one per replica
+  std::vector<std::string> names;                              // "host:port" per replica
   std::mutex mu;
   ReplicaPicker picker;  // guarded by mu
   std::string model;     // guarded by mu: the id sent upstream ("" until known)
@@ -101,7 +101,7 @@ void StartTimers(const std::shared_ptr<GatewayCore>& core);
 PickerOptions MakePickerOptions(const GatewayConfig::Replicas& rc);
 // "http://host:port/base" -> "host:port".
 std::string ReplicaName(const std::string& url);
-// One UpstreamClient per upstream of `tc` into `tier->clients`, on the
+// One http::UpstreamClient per upstream of `tc` into `tier->clients`, on the
 // core's upstream io_context.
 Status AddUpstreamClients(GatewayCore& core, const TierConfig& tc, TierRuntime* tier);
 

@@ -16,11 +16,11 @@
 #include <string>
 #include <string_view>
 
-#include "gateway/answer_check.h"
 #include "gateway/cost_report.h"
 #include "gateway/gateway_config.h"
 #include "gateway/rollout.h"
 #include "gateway/stream_rewriter.h"
+#include "grammar/answer_check.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include "gateway/json_fields.h"
 #include "gateway/proxied_request.h"
 #include "gateway/rollout_manager.h"
-#include "server/header_gate.h"
+#include "http/header_gate.h"
 #include "util/log.h"
 
 namespace brisk::gateway {
@@ -93,11 +93,11 @@ PickerOptions MakePickerOptions(const GatewayConfig::Replicas& rc) {
 
 Status AddUpstreamClients(GatewayCore& core, const TierConfig& tc, TierRuntime* tier) {
   for (const UpstreamConfig& u : tc.upstreams) {
-    UpstreamOptions uo;
+    http::UpstreamOptions uo;
     uo.base_url = u.url;
     uo.connect_timeout = std::chrono::milliseconds(
         static_cast<int64_t>(core.config.replicas.connect_timeout_s * 1000));
-    auto client = UpstreamClient::Create(core.upstream_io.get_executor(), uo);
+    auto client = http::UpstreamClient::Create(core.upstream_io.get_executor(), uo);
     if (!client.ok()) return client.status().WithContext(fmt::format("tier {}", tc.name));
     tier->clients.push_back(std::move(*client));
   }
@@ -412,7 +412,8 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
   core->metrics = std::make_unique<GatewayMetrics>(core->registry);
-  ASSIGN_OR_RETURN(core->access_log, AccessLog::Create(core->config.logging));
+  ASSIGN_OR_RETURN(core->access_log, AccessLog::Create(core->config.logging.access_log,
+                                                       core->config.logging.access_log_path));
   if (!core->config.logging.otlp_endpoint.empty()) {
     ASSIGN_OR_RETURN(core->spans, SpanExporter::Create(core->config.logging.otlp_endpoint,
                                                        "brisk-gateway", core->registry));

@@ -10,7 +10,7 @@
 // A request's path: the header gate (API key: tenant, key name, feature)
 // -> parse the body (model, stream, prompt facts) -> Router (tier or cascade)
 // -> budget check -> per tier, ReplicaPicker chooses a replica and the
-// UpstreamClient sends it; failures before any byte reached the client retry
+// http::UpstreamClient sends it; failures before any byte reached the client retry
 // on another replica; 429s from every replica answer 429 with the smallest
 // Retry-After -> the answer is rewritten (usage and cost) on its way -> the
 // ledger row is committed -> the response (or the stream's "[DONE]")
@@ -23,7 +23,7 @@
 
 #include "gateway/gateway_config.h"
 #include "gateway/ledger.h"
-#include "server/metrics.h"
+#include "obs/metrics.h"
 #include "util/status.h"
 
 namespace brisk::gateway {

@@ -94,8 +94,7 @@ AccessLogRecord AccessRecordOf(const LedgerRow& row) {
   r.tenant = row.tenant;
   r.feature = row.feature;
   r.model = row.model;
-  r.endpoint =
-      row.endpoint == "completions" ? api::Endpoint::kCompletions : api::Endpoint::kChatCompletions;
+  r.endpoint = row.endpoint;
   r.status = row.status;
   r.outcome = row.outcome == "completed"                             ? AccessOutcome::kOk
               : row.outcome == "cancelled"                           ? AccessOutcome::kCancelled

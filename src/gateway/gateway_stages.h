@@ -1,5 +1,5 @@
 // The gateway's per-stage latency budget for one proxied request, and its
-// trace context (server/trace_context.h).
+// trace context (obs/trace_context.h).
 //
 // Boundaries, each a steady_clock reading on the gateway:
 //   arrival -> started (admission: header gate, parse, route plan, budget)
@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "server/access_log.h"
-#include "server/server_timing.h"
-#include "server/trace_context.h"
+#include "obs/access_log.h"
+#include "obs/server_timing.h"
+#include "obs/trace_context.h"
 
 namespace brisk::gateway {
 

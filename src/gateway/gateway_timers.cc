@@ -44,7 +44,7 @@ void CheckReplicas(const std::shared_ptr<GatewayCore>& core) {
     for (size_t i = 0; i < tier->clients.size(); ++i) {
       const int replica = static_cast<int>(i);
       const bool brisk = tier->config->upstreams[i].type == "brisk";
-      UpstreamRequest req;
+      http::UpstreamRequest req;
       req.method = "GET";
       req.path = brisk ? "/load" : "/v1/models";
       if (!tier->config->upstreams[i].api_key.empty()) {
@@ -61,7 +61,7 @@ void CheckReplicas(const std::shared_ptr<GatewayCore>& core) {
         if (ok && brisk) tier->picker.ReportLoad(replica, ParseLoad(r->second));
       });
       if (tier->Model().empty()) {
-        UpstreamRequest models;
+        http::UpstreamRequest models;
         models.method = "GET";
         models.path = "/v1/models";
         if (!tier->config->upstreams[i].api_key.empty()) {

@@ -10,9 +10,9 @@
 #include <mutex>
 #include <optional>
 
-#include "gateway/answer_check.h"
 #include "gateway/json_fields.h"
-#include "gateway/upstream_client.h"
+#include "grammar/answer_check.h"
+#include "http/upstream_client.h"
 
 namespace brisk::gateway {
 
@@ -388,7 +388,7 @@ void CombineOrders(JudgeWinner baseline_first, JudgeWinner candidate_first, Judg
   v->llm = first == second ? first : 0;
 }
 
-Judge::Judge(UpstreamClient* client, std::string model, JudgeOptions opts)
+Judge::Judge(http::UpstreamClient* client, std::string model, JudgeOptions opts)
     : client_(client), model_(std::move(model)), opts_(std::move(opts)) {}
 
 void Judge::Score(JudgePair pair, std::function<void(JudgeVerdict)> done) {
@@ -417,7 +417,7 @@ void Judge::Score(JudgePair pair, std::function<void(JudgeVerdict)> done) {
   const std::string_view answers[2][2] = {{pair.baseline, pair.candidate},
                                           {pair.candidate, pair.baseline}};
   for (int order = 0; order < 2; ++order) {
-    UpstreamRequest req;
+    http::UpstreamRequest req;
     req.method = "POST";
     req.path = "/v1/chat/completions";
     req.headers = {{"Content-Type", "application/json"}};

@@ -34,9 +34,11 @@
 #include "util/status.h"
 #include "util/wilson.h"
 
-namespace brisk::gateway {
-
+namespace brisk::http {
 class UpstreamClient;
+}
+
+namespace brisk::gateway {
 
 struct JudgePair {
   nlohmann::json request;  // the client's body, chat or completions
@@ -119,14 +121,14 @@ void CombineOrders(JudgeWinner baseline_first, JudgeWinner candidate_first, Judg
 class Judge {
  public:
   // `client` is the judge tier's upstream and must outlive the Judge's calls.
-  Judge(UpstreamClient* client, std::string model, JudgeOptions opts);
+  Judge(http::UpstreamClient* client, std::string model, JudgeOptions opts);
   // Scores a pair; `done` runs once on the client's executor (at once, on
   // the caller's thread, when the LLM is not needed). Never throws: a failed
   // judge call leaves llm_ran false with llm_error set.
   void Score(JudgePair pair, std::function<void(JudgeVerdict)> done);
 
  private:
-  UpstreamClient* client_;
+  http::UpstreamClient* client_;
   std::string model_;
   JudgeOptions opts_;
 };

@@ -10,16 +10,16 @@
 #include <string>
 #include <utility>
 
-#include "gateway/upstream_client_test_util.h"
-#include "server/http_test_util.h"
+#include "http/test_util.h"
+#include "http/upstream_client_test_util.h"
 #include "util/wilson.h"
 
 namespace brisk::gateway {
 namespace {
 
 using Json = nlohmann::json;
+using http::test_util::kWait;
 using http::test_util::MustStart;
-using test_util::kWait;
 
 Json Chat(std::string text, Json extra = Json::object()) {
   Json body = {{"messages", {{{"role", "user"}, {"content", std::move(text)}}}}};
@@ -236,7 +236,7 @@ TEST(JudgeWilson, WinRateIsTheMeanAndItsWilsonInterval) {
 
 // --- Judge::Score against an HTTP server playing the judge model. ---
 
-using JudgeTest = test_util::UpstreamClientTest;
+using JudgeTest = http::test_util::UpstreamClientTest;
 
 // A judge that knows the right answer: the one that says "correct" wins,
 // wherever it stands. `always` (when set) is answered instead.

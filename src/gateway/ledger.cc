@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "gateway/ledger_store.h"
-#include "model/tokenizer_utf8.h"
 #include "util/log.h"
+#include "util/utf8.h"
 
 namespace brisk::gateway {
 namespace {

@@ -20,7 +20,7 @@ namespace {
 // A buffered upstream answer larger than this is an upstream fault.
 constexpr size_t kMaxBufferedAnswer = size_t{64} << 20;
 
-std::string_view HeaderValue(const HttpHeaders& headers, std::string_view name) {
+std::string_view HeaderValue(const http::Headers& headers, std::string_view name) {
   for (const auto& [k, v] : headers) {
     if (k.size() == name.size() && std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
           return std::tolower(static_cast<unsigned char>(a)) ==
@@ -32,7 +32,7 @@ std::string_view HeaderValue(const HttpHeaders& headers, std::string_view name) 
   return {};
 }
 
-double RetryAfterSeconds(const HttpHeaders& headers) {
+double RetryAfterSeconds(const http::Headers& headers) {
   std::string_view v = HeaderValue(headers, "retry-after");
   double s = 1;
   if (!v.empty()) {
@@ -184,7 +184,7 @@ void ProxiedRequest::TryNext() {
   buffer_.clear();
   rewriter_.reset();
 
-  UpstreamRequest req;
+  http::UpstreamRequest req;
   req.path = endpoint_ == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
   req.headers = {{"Content-Type", "application/json"},
                  {"X-Request-Id", request_id_},
@@ -194,10 +194,10 @@ void ProxiedRequest::TryNext() {
   req.body = UpstreamBody(!buffering_).dump(-1, ' ', false, Json::error_handler_t::replace);
 
   auto self = shared_from_this();
-  UpstreamCallbacks cb;
+  http::UpstreamCallbacks cb;
   // One boundary for exceptions (from the JSON library, on an upstream's
   // bytes): they end this request with an error, never the process.
-  cb.on_head = [self, attempt](int status, const HttpHeaders& headers) {
+  cb.on_head = [self, attempt](int status, const http::Headers& headers) {
     self->Guarded([&] { self->OnHead(attempt, status, headers); });
   };
   cb.on_data = [self, attempt](std::string_view data) {
@@ -207,7 +207,7 @@ void ProxiedRequest::TryNext() {
     std::lock_guard lock(self->mu_);
     if (attempt == self->attempt_) self->stages_.Connected(Clock::now());
   };
-  cb.on_trailers = [self, attempt](const HttpHeaders& trailers) {
+  cb.on_trailers = [self, attempt](const http::Headers& trailers) {
     std::lock_guard lock(self->mu_);
     if (attempt == self->attempt_)
       self->stages_.UpstreamTiming(HeaderValue(trailers, "server-timing"));
@@ -233,7 +233,7 @@ void ProxiedRequest::Guarded(const std::function<void()>& step) {
   }
 }
 
-void ProxiedRequest::OnHead(int attempt, int status, const HttpHeaders& headers) {
+void ProxiedRequest::OnHead(int attempt, int status, const http::Headers& headers) {
   std::lock_guard lock(mu_);
   if (attempt != attempt_) return;
   upstream_status_ = status;

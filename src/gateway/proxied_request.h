@@ -6,7 +6,7 @@
 //
 // Threads: started on an HTTP I/O thread; upstream callbacks run on the
 // gateway's upstream threads; the client's disconnect arrives on an I/O
-// thread. All state is behind one mutex; Responder and UpstreamCall calls
+// thread. All state is behind one mutex; Responder and http::UpstreamCall calls
 // never block, so they are made while holding it.
 #pragma once
 
@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "gateway/answer_check.h"
 #include "gateway/gateway_core.h"
 #include "gateway/gateway_stages.h"
 #include "gateway/rollout_manager.h"
 #include "gateway/router.h"
 #include "gateway/stream_rewriter.h"
-#include "server/http_server.h"
+#include "grammar/answer_check.h"
+#include "http/server.h"
 
 namespace brisk::gateway {
 
@@ -54,7 +54,7 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
   void TryNext();
   // Runs an upstream callback; an exception ends the request with a 502.
   void Guarded(const std::function<void()>& step);
-  void OnHead(int attempt, int status, const HttpHeaders& headers);
+  void OnHead(int attempt, int status, const http::Headers& headers);
   void OnData(int attempt, std::string_view data);
   void OnDone(int attempt, const Status& status);
   void OnClientGone();
@@ -109,10 +109,10 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
   bool buffering_ = false;  // this attempt's answer is buffered (not streamed to the client)
   bool head_ok_ = false;
   int upstream_status_ = 0;
-  HttpHeaders upstream_headers_;
+  http::Headers upstream_headers_;
   std::string buffer_;
   std::unique_ptr<StreamRewriter> rewriter_;
-  std::shared_ptr<UpstreamCall> call_;
+  std::shared_ptr<http::UpstreamCall> call_;
   bool client_started_ = false;  // bytes reached the client: no more retries
   bool finished_ = false;
   bool client_gone_ = false;

@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
-#include "gateway/answer_check.h"
 #include "gateway/gateway_core.h"
 #include "gateway/json_fields.h"
 #include "gateway/judge.h"
 #include "gateway/stream_rewriter.h"
 #include "gateway/utc_time.h"
-#include "server/header_gate.h"
+#include "grammar/answer_check.h"
+#include "http/header_gate.h"
 #include "util/constant_time.h"
 #include "util/log.h"
 
@@ -201,7 +201,7 @@ std::shared_ptr<ShadowPair> RolloutManager::StartShadow(const RolloutArm& arm,
   upstream_body["model"] = cand->Model();
   upstream_body["stream"] = false;
   upstream_body.erase("stream_options");
-  UpstreamRequest req;
+  http::UpstreamRequest req;
   req.path = chat ? "/v1/chat/completions" : "/v1/completions";
   req.headers = {{"Content-Type", "application/json"}, {"X-Request-Id", request_id + "-shadow"}};
   const UpstreamConfig& up = cand->config->upstreams[*pick];
@@ -216,8 +216,8 @@ std::shared_ptr<ShadowPair> RolloutManager::StartShadow(const RolloutArm& arm,
   const auto sent = std::chrono::steady_clock::now();
   const int64_t sent_unix_ms = NowUnixMs();
   const int replica = *pick;
-  UpstreamCallbacks cb;
-  cb.on_head = [call](int status, const HttpHeaders&) { call->status = status; };
+  http::UpstreamCallbacks cb;
+  cb.on_head = [call](int status, const http::Headers&) { call->status = status; };
   cb.on_data = [call](std::string_view d) {
     if (call->body.size() < (size_t{16} << 20)) call->body.append(d);
   };
@@ -472,7 +472,7 @@ void RolloutManager::Start(const Json& body, const std::string& who,
   pending->left = static_cast<int>(spec->upstreams.size());
   auto shared_spec = std::make_shared<RolloutSpec>(std::move(*spec));
   for (size_t i = 0; i < shared_spec->upstreams.size(); ++i) {
-    UpstreamRequest req;
+    http::UpstreamRequest req;
     req.method = "GET";
     req.path = "/v1/models";
     const UpstreamConfig& up = shared_spec->upstreams[i];

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "gateway/rollout.h"
-#include "server/http_server.h"
+#include "http/server.h"
 
 namespace brisk::gateway {
 

@@ -10,65 +10,10 @@ using Json = nlohmann::json;
 
 namespace {
 
-constexpr size_t kMaxJudgedText = size_t{1} << 20;
-
 const Json* Find(const Json& j, const char* key) {
   if (!j.is_object()) return nullptr;
   auto it = j.find(key);
   return it == j.end() || it->is_null() ? nullptr : &*it;
-}
-
-int64_t IntOr(const Json* j, const char* key) {
-  const Json* v = j ? Find(*j, key) : nullptr;
-  return v && v->is_number_integer() ? v->get<int64_t>() : 0;
-}
-
-void ReadUsage(const Json& usage, AnswerFacts* f) {
-  if (!usage.is_object()) return;
-  f->usage_seen = true;
-  f->tokens.prompt = IntOr(&usage, "prompt_tokens");
-  f->tokens.output = IntOr(&usage, "completion_tokens");
-  f->tokens.cached = IntOr(Find(usage, "prompt_tokens_details"), "cached_tokens");
-}
-
-void AppendText(const Json* s, AnswerFacts* f) {
-  if (s == nullptr || !s->is_string()) return;
-  const std::string& t = s->get_ref<const std::string&>();
-  if (t.empty()) return;
-  ++f->content_chunks;
-  if (f->text.size() < kMaxJudgedText) f->text += t.substr(0, kMaxJudgedText - f->text.size());
-}
-
-// Token logprobs: chat's logprobs.content[].logprob, completions'
-// logprobs.token_logprobs[].
-void AddLogprobs(const Json* lp, AnswerFacts* f) {
-  if (lp == nullptr) return;
-  if (const Json* content = Find(*lp, "content"); content && content->is_array()) {
-    for (const Json& t : *content) {
-      if (const Json* v = Find(t, "logprob"); v && v->is_number()) {
-        f->logprob_sum += v->get<double>();
-        ++f->logprob_count;
-      }
-    }
-  }
-  if (const Json* tl = Find(*lp, "token_logprobs"); tl && tl->is_array()) {
-    for (const Json& v : *tl) {
-      if (v.is_number()) {
-        f->logprob_sum += v.get<double>();
-        ++f->logprob_count;
-      }
-    }
-  }
-}
-
-const Json* FirstChoice(const Json& body) {
-  const Json* choices = Find(body, "choices");
-  if (choices == nullptr || !choices->is_array()) return nullptr;
-  for (const Json& c : *choices) {
-    const Json* index = Find(c, "index");
-    if (index == nullptr || (index->is_number_integer() && index->get<int64_t>() == 0)) return &c;
-  }
-  return nullptr;
 }
 
 // `usage` is whatever the upstream sent under that key: anything that is not
@@ -86,44 +31,6 @@ std::string Data(const Json& j) {
 
 }  // namespace
 
-void ReadChunk(const Json& chunk, AnswerFacts* f) {
-  if (const Json* usage = Find(chunk, "usage")) ReadUsage(*usage, f);
-  if (const Json* error = Find(chunk, "error")) f->error = *error;
-  const Json* choice = FirstChoice(chunk);
-  if (choice == nullptr) return;
-  if (const Json* delta = Find(*choice, "delta")) {
-    AppendText(Find(*delta, "content"), f);
-    if (const Json* calls = Find(*delta, "tool_calls"); calls && !calls->empty()) {
-      ++f->content_chunks;
-    }
-  }
-  AppendText(Find(*choice, "text"), f);
-  AddLogprobs(Find(*choice, "logprobs"), f);
-  if (const Json* fr = Find(*choice, "finish_reason"); fr && fr->is_string()) {
-    f->finish_reason = fr->get<std::string>();
-  }
-}
-
-AnswerFacts ReadAnswer(const Json& body) {
-  AnswerFacts f;
-  if (const Json* usage = Find(body, "usage")) ReadUsage(*usage, &f);
-  if (const Json* error = Find(body, "error")) f.error = *error;
-  const Json* choice = FirstChoice(body);
-  if (choice == nullptr) return f;
-  if (const Json* message = Find(*choice, "message")) {
-    AppendText(Find(*message, "content"), &f);
-    if (const Json* calls = Find(*message, "tool_calls"); calls && !calls->empty()) {
-      ++f.content_chunks;
-    }
-  }
-  AppendText(Find(*choice, "text"), &f);
-  AddLogprobs(Find(*choice, "logprobs"), &f);
-  if (const Json* fr = Find(*choice, "finish_reason"); fr && fr->is_string()) {
-    f.finish_reason = fr->get<std::string>();
-  }
-  return f;
-}
-
 void AnnotateAnswer(Json* body, const CostAnnotation& cost, bool keep_logprobs) {
   if (!body->is_object()) return;
   AddCost(&(*body)["usage"], cost);
@@ -138,14 +45,14 @@ void AnnotateAnswer(Json* body, const CostAnnotation& cost, bool keep_logprobs) 
 bool StreamRewriter::Feed(std::string_view bytes, std::string* out) {
   events_.clear();
   parser_.Feed(bytes, &events_);
-  for (const loadgen::SseEvent& ev : events_) {
+  for (const http::SseEvent& ev : events_) {
     if (done_) break;
     Event(ev, out);
   }
   return done_;
 }
 
-void StreamRewriter::Event(const loadgen::SseEvent& ev, std::string* out) {
+void StreamRewriter::Event(const http::SseEvent& ev, std::string* out) {
   if (ev.data == "[DONE]") {
     done_ = true;
     return;
@@ -184,10 +91,10 @@ void StreamRewriter::Event(const loadgen::SseEvent& ev, std::string* out) {
 }
 
 std::string StreamRewriter::Finish(const CostAnnotation& cost) {
-  std::vector<loadgen::SseEvent> rest;
+  std::vector<http::SseEvent> rest;
   parser_.Finish(&rest);
   std::string out;
-  for (const loadgen::SseEvent& ev : rest) {
+  for (const http::SseEvent& ev : rest) {
     if (!done_) Event(ev, &out);
   }
   if (final_usage_chunk_ && wants_.include_usage) {

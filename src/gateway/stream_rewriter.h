@@ -18,21 +18,14 @@
 #include <vector>
 
 #include "gateway/cost.h"
-#include "loadgen/sse.h"
+#include "http/openai_answer.h"
+#include "http/sse.h"
 
 namespace brisk::gateway {
 
-// What a response said about its tokens and ending, as far as it got.
-struct AnswerFacts {
-  TokenCounts tokens;          // from the last usage seen
-  bool usage_seen = false;     // any usage seen at all
-  int64_t content_chunks = 0;  // chunks that carried generated text or a tool call
-  std::string finish_reason;   // of choice 0 ("" until seen)
-  std::string text;            // choice 0's text/content, for judges (capped at 1 MiB)
-  double logprob_sum = 0;      // choice 0's token logprobs, when the answer has them
-  int64_t logprob_count = 0;
-  std::optional<nlohmann::json> error;  // an error event or body
-};
+using http::AnswerFacts;
+using http::ReadAnswer;
+using http::ReadChunk;
 
 struct ClientWants {
   bool include_usage = false;     // stream_options.include_usage
@@ -67,22 +60,16 @@ class StreamRewriter {
   bool started() const { return started_; }
 
  private:
-  void Event(const loadgen::SseEvent& ev, std::string* out);
+  void Event(const http::SseEvent& ev, std::string* out);
 
   ClientWants wants_;
-  loadgen::SseParser parser_;
-  std::vector<loadgen::SseEvent> events_;
+  http::SseParser parser_;
+  std::vector<http::SseEvent> events_;
   AnswerFacts facts_;
   std::optional<nlohmann::json> final_usage_chunk_;
   bool done_ = false;
   bool started_ = false;
 };
-
-// Reads usage, finish reason, text and logprobs of a whole (non-stream) answer
-// of /v1/chat/completions or /v1/completions.
-AnswerFacts ReadAnswer(const nlohmann::json& body);
-// Accumulates one stream chunk's facts (choices[0].delta / .text, usage).
-void ReadChunk(const nlohmann::json& chunk, AnswerFacts* facts);
 
 // Adds the gateway's cost fields to body["usage"] and, when the client did
 // not ask for logprobs, drops the ones the gateway asked for.

@@ -34,20 +34,20 @@ void CfgTokenMasker::Compute(CfgMatcher& m, TokenBitmask* out) {
     for (int32_t id : t.eog_) SetBit(*out, id);
 }
 
-void CfgTokenMasker::ComputeReference(const Tokenizer& tokenizer, const CfgMatcher& m,
+void CfgTokenMasker::ComputeReference(const TokenVocab& token_vocab, const CfgMatcher& m,
                                       TokenBitmask* out) {
-  const int32_t vocab = tokenizer.vocab_size();
+  const int32_t vocab = token_vocab.size();
   out->assign((static_cast<size_t>(vocab) + 63) / 64, 0);
   CfgMatcher copy;
   copy.CopyFrom(m);
   const size_t base = copy.num_sets();
   for (int32_t id = 0; id < vocab; ++id) {
-    if (tokenizer.IsEog(id)) {
+    if (token_vocab.kinds[id] == TokenVocab::Kind::kEog) {
       if (m.CanEnd()) SetBit(*out, id);
       continue;
     }
-    if (tokenizer.IsControl(id)) continue;
-    const std::string piece = tokenizer.TokenToPiece(id, false);
+    if (token_vocab.kinds[id] == TokenVocab::Kind::kControl) continue;
+    const std::string& piece = token_vocab.pieces[id];
     if (piece.empty() || piece.size() > 255) continue;
     if (copy.AdvanceBytes(piece)) {
       SetBit(*out, id);

@@ -11,7 +11,7 @@
 
 #include "grammar/cfg_matcher.h"
 #include "grammar/token_mask.h"
-#include "model/tokenizer.h"
+#include "grammar/token_vocab.h"
 
 namespace brisk {
 
@@ -25,7 +25,7 @@ class CfgTokenMasker {
 
   // The same by brute force: every token's bytes through a copy of `m`.
   // For tests.
-  static void ComputeReference(const Tokenizer& tokenizer, const CfgMatcher& m, TokenBitmask* out);
+  static void ComputeReference(const TokenVocab& vocab, const CfgMatcher& m, TokenBitmask* out);
 
   // Trie nodes visited by the last Compute() (for benchmarks).
   size_t last_visited() const { return visited_; }

@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "engine/token_vocab.h"
 #include "grammar/gbnf.h"
 #include "grammar/regex_grammar.h"
 #include "model/gguf.h"
@@ -60,7 +61,7 @@ const char* const kNameText =
 // reference and hold the text's next token (an end token at the end).
 void WalkAndCompare(const Tokenizer& tok, const std::shared_ptr<const CfgGrammar>& g,
                     const std::string& text, int max_reference_checks) {
-  auto trie = TokenTrie::Build(tok);
+  auto trie = TokenTrie::Build(TokenVocabOf(tok));
   CfgTokenMasker masker(trie.get());
   CfgMatcher m(g);
   const std::vector<int32_t> ids = tok.Encode(text, false, false);
@@ -73,7 +74,7 @@ void WalkAndCompare(const Tokenizer& tok, const std::shared_ptr<const CfgGrammar
     ASSERT_EQ(m.num_sets(), sets);  // the walk leaves the matcher as it was
     ASSERT_EQ(m.num_items(), items);
     if (checks++ < max_reference_checks) {
-      CfgTokenMasker::ComputeReference(tok, m, &ref);
+      CfgTokenMasker::ComputeReference(TokenVocabOf(tok), m, &ref);
       ASSERT_EQ(mask, ref) << "state after " << i << " tokens";
     }
     if (i == ids.size()) {
@@ -128,7 +129,7 @@ TEST(CfgMaskTest, MatchesReferenceOnGemma3) {
 // only catches a pathological regression.
 void TimeMasks(const Tokenizer& tok, const std::shared_ptr<const CfgGrammar>& g,
                const std::string& text, const char* label) {
-  auto trie = TokenTrie::Build(tok);
+  auto trie = TokenTrie::Build(TokenVocabOf(tok));
   CfgTokenMasker masker(trie.get());
   const std::vector<int32_t> ids = tok.Encode(text, false, false);
   std::vector<double> us;

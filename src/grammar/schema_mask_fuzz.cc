@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/token_vocab.h"
 #include "grammar/schema_compiler.h"
 #include "grammar/token_mask.h"
 #include "model/gguf.h"
@@ -42,7 +43,7 @@ const brisk::Tokenizer* LoadTokenizer() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace brisk;
   static const Tokenizer* tok = LoadTokenizer();
-  static const TokenTrie* trie = TokenTrie::Build(*tok).release();
+  static const TokenTrie* trie = TokenTrie::Build(TokenVocabOf(*tok)).release();
   static TokenMasker* masker = new TokenMasker(trie);
   if (size == 0) return 0;
   std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
@@ -74,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Check(MaskHas(mask, ids[i]) == advanced);
     }
     if (!advanced) {
-      TokenMasker::ComputeReference(*tok, m, &ref);
+      TokenMasker::ComputeReference(TokenVocabOf(*tok), m, &ref);
       Check(mask == ref);
       break;
     }

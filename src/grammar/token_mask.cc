@@ -32,22 +32,22 @@ void SetBit(TokenBitmask& m, int32_t id) {
 
 }  // namespace
 
-std::unique_ptr<TokenTrie> TokenTrie::Build(const Tokenizer& tokenizer) {
+std::unique_ptr<TokenTrie> TokenTrie::Build(const TokenVocab& token_vocab) {
   auto t = std::unique_ptr<TokenTrie>(new TokenTrie());
-  const int32_t vocab = tokenizer.vocab_size();
+  const int32_t vocab = token_vocab.size();
   t->vocab_size_ = vocab;
   t->words_ = (static_cast<size_t>(vocab) + 63) / 64;
   std::vector<std::pair<std::string, int32_t>> pieces;
   pieces.reserve(vocab);
   for (int32_t id = 0; id < vocab; ++id) {
-    if (tokenizer.IsEog(id)) {
+    if (token_vocab.kinds[id] == TokenVocab::Kind::kEog) {
       t->eog_.push_back(id);
       continue;
     }
-    if (tokenizer.IsControl(id)) continue;
-    std::string p = tokenizer.TokenToPiece(id, /*render_special=*/false);
+    if (token_vocab.kinds[id] == TokenVocab::Kind::kControl) continue;
+    const std::string& p = token_vocab.pieces[id];
     if (p.empty() || p.size() > 255) continue;
-    pieces.emplace_back(std::move(p), id);
+    pieces.emplace_back(p, id);
   }
   std::sort(pieces.begin(), pieces.end());
 
@@ -270,18 +270,18 @@ void TokenMasker::Compute(const GrammarMatcher& m, TokenBitmask* out) {
     for (int32_t id : t.eog_) SetBit(*out, id);
 }
 
-void TokenMasker::ComputeReference(const Tokenizer& tokenizer, const GrammarMatcher& m,
+void TokenMasker::ComputeReference(const TokenVocab& token_vocab, const GrammarMatcher& m,
                                    TokenBitmask* out) {
-  const int32_t vocab = tokenizer.vocab_size();
+  const int32_t vocab = token_vocab.size();
   out->assign((static_cast<size_t>(vocab) + 63) / 64, 0);
   GrammarMatcher copy;
   for (int32_t id = 0; id < vocab; ++id) {
-    if (tokenizer.IsEog(id)) {
+    if (token_vocab.kinds[id] == TokenVocab::Kind::kEog) {
       if (m.CanEnd()) SetBit(*out, id);
       continue;
     }
-    if (tokenizer.IsControl(id)) continue;
-    const std::string piece = tokenizer.TokenToPiece(id, false);
+    if (token_vocab.kinds[id] == TokenVocab::Kind::kControl) continue;
+    const std::string& piece = token_vocab.pieces[id];
     if (piece.empty() || piece.size() > 255) continue;
     copy.CopyFrom(m);
     if (copy.AdvanceBytes(piece)) SetBit(*out, id);

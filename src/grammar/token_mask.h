@@ -1,7 +1,7 @@
 // Allowed-token masks for a GrammarMatcher state over a whole vocabulary.
 //
 // TokenTrie is built once per vocabulary: every token's bytes (as the
-// detokenizer emits them: Tokenizer::TokenToPiece, so SentencePiece '▁' is a
+// detokenizer emits them: TokenVocab, so SentencePiece '▁' is a
 // space and <0xAB> is byte 0xAB) in one byte trie, laid out in preorder so a
 // rejected subtree is skipped with one jump. Control tokens (no text) are not
 // in it; end-of-generation tokens are allowed exactly when the matcher
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "grammar/matcher.h"
-#include "model/tokenizer.h"
+#include "grammar/token_vocab.h"
 
 namespace brisk {
 
@@ -43,7 +43,7 @@ inline bool MaskHas(const TokenBitmask& m, int32_t id) {
 
 class TokenTrie {
  public:
-  static std::unique_ptr<TokenTrie> Build(const Tokenizer& tokenizer);
+  static std::unique_ptr<TokenTrie> Build(const TokenVocab& vocab);
 
   int32_t vocab_size() const { return vocab_size_; }
   size_t num_nodes() const { return byte_.size(); }
@@ -86,8 +86,7 @@ class TokenMasker {
 
   // The same as Compute() by brute force: every token's bytes through a copy
   // of `m`. For tests.
-  static void ComputeReference(const Tokenizer& tokenizer, const GrammarMatcher& m,
-                               TokenBitmask* out);
+  static void ComputeReference(const TokenVocab& vocab, const GrammarMatcher& m, TokenBitmask* out);
 
   // Trie nodes visited by the last Compute() (for benchmarks).
   size_t last_visited() const { return visited_; }

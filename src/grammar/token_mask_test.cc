@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/token_vocab.h"
 #include "grammar/schema_compiler.h"
 #include "model/gguf.h"
 #include "util/test_support.h"
@@ -60,7 +61,7 @@ void WalkAndCompare(const Tokenizer& tok, const CompiledSchema& schema, const st
                     int max_reference_checks, TokenMasker* kept = nullptr) {
   std::unique_ptr<TokenTrie> trie;
   std::optional<TokenMasker> own;
-  if (!kept) own.emplace((trie = TokenTrie::Build(tok)).get());
+  if (!kept) own.emplace((trie = TokenTrie::Build(TokenVocabOf(tok))).get());
   TokenMasker& masker = kept ? *kept : *own;
   GrammarMatcher m(&schema.grammar);
   const std::vector<int32_t> ids = tok.Encode(instance, false, false);
@@ -70,7 +71,7 @@ void WalkAndCompare(const Tokenizer& tok, const CompiledSchema& schema, const st
   for (size_t i = 0; i <= ids.size(); ++i) {
     masker.Compute(m, &mask);
     if (checks++ < max_reference_checks) {
-      TokenMasker::ComputeReference(tok, m, &ref);
+      TokenMasker::ComputeReference(TokenVocabOf(tok), m, &ref);
       ASSERT_EQ(mask, ref) << "state after " << i << " tokens";
     }
     if (i == ids.size()) {
@@ -122,7 +123,7 @@ TEST(TokenMaskTest, BareSequenceOfCalls) {
   schema->grammar.root = schema->grammar.AddArray(std::move(seq));
   const std::string call = R"({"name":"get_weather","arguments":{"city":"Paris"}})";
   const std::string text = call + "\n</tool_call>\n<tool_call>\n" + call + "\n</tool_call>";
-  auto trie = TokenTrie::Build(*tok);
+  auto trie = TokenTrie::Build(TokenVocabOf(*tok));
   TokenMasker masker(trie.get());
   GrammarMatcher m(&schema->grammar);
   const std::vector<int32_t> ids = tok->Encode(text, false, false);
@@ -131,7 +132,7 @@ TEST(TokenMaskTest, BareSequenceOfCalls) {
   int ends = 0;
   for (size_t i = 0; i <= ids.size(); ++i) {
     masker.Compute(m, &mask);
-    TokenMasker::ComputeReference(*tok, m, &ref);
+    TokenMasker::ComputeReference(TokenVocabOf(*tok), m, &ref);
     ASSERT_EQ(mask, ref) << "state after " << i << " tokens";
     ASSERT_EQ(MaskHas(mask, *tok->eos_id()), m.CanEnd()) << i;
     ends += m.CanEnd();
@@ -150,7 +151,7 @@ TEST(TokenMaskTest, JsonObjectModeAndEndTokens) {
   CompiledSchema any = CompileAnyJsonObject();
   WalkAndCompare(*tok, any, R"({"a":[1,2,{"b":"c"}],"d":{}})", 1000);
   // At the start only tokens beginning with '{' are allowed, and no end token.
-  auto trie = TokenTrie::Build(*tok);
+  auto trie = TokenTrie::Build(TokenVocabOf(*tok));
   TokenMasker masker(trie.get());
   GrammarMatcher m(&any.grammar);
   TokenBitmask mask;
@@ -276,7 +277,7 @@ TEST(TokenMaskTest, PatternWalksAreCachedPerDfaState) {
           "n":{"type":"integer"}},"required":["text","short","n"]})");
   ASSERT_TRUE(schema.ok());
   ASSERT_TRUE(schema->unenforced.empty());
-  auto trie = TokenTrie::Build(*tok);
+  auto trie = TokenTrie::Build(TokenVocabOf(*tok));
   TokenMasker masker(trie.get());
   const std::string instance =
       "{\"text\":\"the cat sat on the mat and the cat sat on the hat, \\\"quoted\\\" "
@@ -311,7 +312,7 @@ TEST(TokenMaskTest, StringsInEveryThreadOfAUnionUseThePlainMask) {
   WalkAndCompare(*tok, *schema, R"({"key":"ab","a":1})", 1000);
   WalkAndCompare(*tok, *schema, R"({"key":"a longer \"value\" here","b":true})", 1000);
   WalkAndCompare(*tok, *schema, R"({"key":"seven c","c":null})", 1000);
-  auto trie = TokenTrie::Build(*tok);
+  auto trie = TokenTrie::Build(TokenVocabOf(*tok));
   TokenMasker masker(trie.get());
   GrammarMatcher m(&schema->grammar);
   ASSERT_TRUE(m.AdvanceBytes(R"({"key":"x)"));
@@ -346,14 +347,14 @@ TEST(TokenMaskTest, PatternStringsInSeveralThreads) {
                  R"([{"id":"webapp","children":[{"id":"xss_stored","v":"AV:N/C:H"},)"
                  R"({"id":"csrf 2","children":[]}]},{"id":"local","v":"AV:L/C:L"}])",
                  1000);
-  auto trie = TokenTrie::Build(*tok);
+  auto trie = TokenTrie::Build(TokenVocabOf(*tok));
   TokenMasker masker(trie.get());
   GrammarMatcher m(&schema->grammar);
   ASSERT_TRUE(m.AdvanceBytes(R"([{"id":"ab)"));
   ASSERT_GT(m.num_threads(), 1u);
   TokenBitmask mask, ref;
   masker.Compute(m, &mask);
-  TokenMasker::ComputeReference(*tok, m, &ref);
+  TokenMasker::ComputeReference(TokenVocabOf(*tok), m, &ref);
   EXPECT_EQ(mask, ref);
   EXPECT_LT(masker.last_visited(), trie->num_nodes());
 }

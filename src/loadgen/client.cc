@@ -10,7 +10,7 @@ namespace brisk::loadgen {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
+namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
@@ -42,51 +42,6 @@ std::string OneLine(std::string s) {
 
 }  // namespace
 
-std::string ServerUrl::ToString() const {
-  const bool v6 = host.find(':') != std::string::npos;
-  return fmt::format("http://{}{}{}:{}{}", v6 ? "[" : "", host, v6 ? "]" : "", port, base_path);
-}
-
-Expected<ServerUrl> ParseUrl(std::string_view url) {
-  constexpr std::string_view kHttp = "http://";
-  if (url.starts_with("https://"))
-    return Unimplemented("https is not supported ({}): use http:// to a local server", url);
-  if (!url.starts_with(kHttp))
-    return InvalidArgument("bad URL '{}': expected http://HOST[:PORT]", url);
-  std::string_view rest = url.substr(kHttp.size());
-  const size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
-  ServerUrl out;
-  std::string_view port;
-  if (authority.starts_with('[')) {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) return InvalidArgument("bad IPv6 host in URL '{}'", url);
-    out.host = authority.substr(1, close - 1);
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return InvalidArgument("bad URL '{}'", url);
-      port = after.substr(1);
-    }
-  } else {
-    const size_t colon = authority.rfind(':');
-    out.host = authority.substr(0, colon);
-    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
-  }
-  if (out.host.empty()) return InvalidArgument("bad URL '{}': no host", url);
-  if (!port.empty()) {
-    if (port.find_first_not_of("0123456789") != std::string_view::npos || port.size() > 5)
-      return InvalidArgument("bad port '{}' in URL '{}'", port, url);
-    out.port = port;
-  }
-  while (path.ends_with('/')) path.remove_suffix(1);
-  // "http://host:8000/v1" is how OpenAI clients spell the base URL; the paths
-  // used here already start with /v1.
-  if (path.ends_with("/v1")) path.remove_suffix(3);
-  out.base_path = path;
-  return out;
-}
-
 Expected<Client> Client::Create(asio::any_io_executor executor, ClientOptions options) {
   Client c(std::move(executor), std::move(options));
   tcp::resolver resolver(c.executor_);
@@ -103,13 +58,13 @@ asio::awaitable<void> Client::Stream(const WorkloadItem& item, Clock::time_point
   const ClientOptions& o = options_;
   r->max_tokens = item.max_tokens;
   r->prompt_tokens = item.prompt_tokens_estimate;
-  http::request<http::string_body> req{http::verb::post, o.url.base_path + ApiPath(o.request.api),
-                                       11};
-  req.set(http::field::host, o.url.host);
-  req.set(http::field::content_type, "application/json");
-  req.set(http::field::accept, "text/event-stream");
-  req.set(http::field::user_agent, "brisk-bench");
-  if (!o.api_key.empty()) req.set(http::field::authorization, "Bearer " + o.api_key);
+  bhttp::request<bhttp::string_body> req{bhttp::verb::post,
+                                         o.url.base_path + ApiPath(o.request.api), 11};
+  req.set(bhttp::field::host, o.url.host);
+  req.set(bhttp::field::content_type, "application/json");
+  req.set(bhttp::field::accept, "text/event-stream");
+  req.set(bhttp::field::user_agent, "brisk-bench");
+  if (!o.api_key.empty()) req.set(bhttp::field::authorization, "Bearer " + o.api_key);
   req.keep_alive(false);
   req.body() = BuildRequestBody(item, o.request);
   req.prepare_payload();
@@ -126,21 +81,21 @@ asio::awaitable<void> Client::Stream(const WorkloadItem& item, Clock::time_point
 
   auto [connect_ec, endpoint] = co_await stream.async_connect(endpoints_, kNoThrow);
   if (connect_ec) co_return fail("connect", connect_ec);
-  auto [write_ec, written] = co_await http::async_write(stream, req, kNoThrow);
+  auto [write_ec, written] = co_await bhttp::async_write(stream, req, kNoThrow);
   if (write_ec) co_return fail("sending request", write_ec);
 
   beast::flat_buffer buffer;
-  http::response_parser<http::buffer_body> parser;
+  bhttp::response_parser<bhttp::buffer_body> parser;
   parser.body_limit(boost::none);
   auto [header_ec, header_bytes] =
-      co_await http::async_read_header(stream, buffer, parser, kNoThrow);
+      co_await bhttp::async_read_header(stream, buffer, parser, kNoThrow);
   if (header_ec) co_return fail("reading response header", header_ec);
   r->http_status = static_cast<int>(parser.get().result_int());
   const bool streaming = r->http_status == 200;
 
   OpenAiStream events_in(o.request.api, sent);
-  SseParser sse;
-  std::vector<SseEvent> events;
+  http::SseParser sse;
+  std::vector<http::SseEvent> events;
   std::string error_body;
   std::array<char, 16384> chunk;
   beast::error_code read_ec;
@@ -150,17 +105,17 @@ asio::awaitable<void> Client::Stream(const WorkloadItem& item, Clock::time_point
   while (!parser.is_done() && !events_in.finished()) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
-    auto [ec, n] = co_await http::async_read_some(stream, buffer, parser, kNoThrow);
+    auto [ec, n] = co_await bhttp::async_read_some(stream, buffer, parser, kNoThrow);
     const Clock::time_point now = Clock::now();
     const size_t got = chunk.size() - parser.get().body().size;
     if (streaming) {
       sse.Feed(std::string_view(chunk.data(), got), &events);
-      for (const SseEvent& e : events) events_in.OnEvent(e, now);
+      for (const http::SseEvent& e : events) events_in.OnEvent(e, now);
       events.clear();
     } else if (error_body.size() < 300) {
       error_body.append(chunk.data(), std::min(got, 300 - error_body.size()));
     }
-    if (ec == http::error::need_buffer) ec = {};
+    if (ec == bhttp::error::need_buffer) ec = {};
     if (ec) {
       read_ec = ec;
       break;
@@ -178,17 +133,17 @@ asio::awaitable<void> Client::Stream(const WorkloadItem& item, Clock::time_point
   if (read_ec && !events_in.finished()) co_return fail("reading the stream", read_ec);
   if (!events_in.finished()) {
     sse.Finish(&events);
-    for (const SseEvent& e : events) events_in.OnEvent(e, Clock::now());
+    for (const http::SseEvent& e : events) events_in.OnEvent(e, Clock::now());
   }
   events_in.Complete(item.prompt_tokens_estimate, r);
 }
 
 asio::awaitable<Expected<std::pair<int, std::string>>> Client::Get(std::string path) const {
   const ClientOptions& o = options_;
-  http::request<http::empty_body> req{http::verb::get, o.url.base_path + path, 11};
-  req.set(http::field::host, o.url.host);
-  req.set(http::field::user_agent, "brisk-bench");
-  if (!o.api_key.empty()) req.set(http::field::authorization, "Bearer " + o.api_key);
+  bhttp::request<bhttp::empty_body> req{bhttp::verb::get, o.url.base_path + path, 11};
+  req.set(bhttp::field::host, o.url.host);
+  req.set(bhttp::field::user_agent, "brisk-bench");
+  if (!o.api_key.empty()) req.set(bhttp::field::authorization, "Bearer " + o.api_key);
   req.keep_alive(false);
   beast::tcp_stream stream(executor_);
   const double timeout_s = std::min(o.timeout_s, 30.0);
@@ -199,12 +154,12 @@ asio::awaitable<Expected<std::pair<int, std::string>>> Client::Get(std::string p
   };
   auto [connect_ec, endpoint] = co_await stream.async_connect(endpoints_, kNoThrow);
   if (connect_ec) co_return error("connect", connect_ec);
-  auto [write_ec, written] = co_await http::async_write(stream, req, kNoThrow);
+  auto [write_ec, written] = co_await bhttp::async_write(stream, req, kNoThrow);
   if (write_ec) co_return error("send", write_ec);
   beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
+  bhttp::response_parser<bhttp::string_body> parser;
   parser.body_limit(64 << 20);
-  auto [read_ec, read] = co_await http::async_read(stream, buffer, parser, kNoThrow);
+  auto [read_ec, read] = co_await bhttp::async_read(stream, buffer, parser, kNoThrow);
   if (read_ec) co_return error("read", read_ec);
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);

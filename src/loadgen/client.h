@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <string>
 
+#include "http/url.h"
 #include "loadgen/openai_stream.h"
 #include "loadgen/request_record.h"
 #include "loadgen/workload.h"
@@ -15,18 +16,8 @@
 
 namespace brisk::loadgen {
 
-// http://host[:port][/base]. https is not supported (benchmarks run against
-// local servers); the base path is prepended to /v1/....
-struct ServerUrl {
-  std::string host;
-  std::string port = "80";
-  std::string base_path;  // "" or "/prefix" (no trailing slash)
-  std::string ToString() const;
-};
-Expected<ServerUrl> ParseUrl(std::string_view url);
-
 struct ClientOptions {
-  ServerUrl url;
+  http::ServerUrl url;
   std::string api_key;     // sent as "Authorization: Bearer <key>" when set
   double timeout_s = 300;  // whole request: connect to end of stream
   RequestOptions request;

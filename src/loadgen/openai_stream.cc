@@ -61,7 +61,7 @@ std::string BuildRequestBody(const WorkloadItem& item, const RequestOptions& opt
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-void OpenAiStream::OnEvent(const SseEvent& event, Clock::time_point now) {
+void OpenAiStream::OnEvent(const http::SseEvent& event, Clock::time_point now) {
   if (finished()) return;
   if (event.event == "error") {
     json j = json::parse(event.data, nullptr, /*allow_exceptions=*/false);

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "http/sse.h"
 #include "loadgen/request_record.h"
-#include "loadgen/sse.h"
 #include "loadgen/workload.h"
 
 namespace brisk::loadgen {
@@ -44,7 +44,7 @@ class OpenAiStream {
   OpenAiStream(ApiKind api, Clock::time_point sent) : api_(api), sent_(sent) {}
 
   // One event received at `now`.
-  void OnEvent(const SseEvent& event, Clock::time_point now);
+  void OnEvent(const http::SseEvent& event, Clock::time_point now);
   // True after [DONE] or an error event: nothing more needs reading.
   bool finished() const { return done_ || !error_.empty(); }
 

@@ -164,7 +164,7 @@ class FakeServer {
 
 BenchConfig Config(const FakeServer& server) {
   BenchConfig c;
-  c.client.url = *ParseUrl(server.url());
+  c.client.url = *http::ParseUrl(server.url());
   c.client.timeout_s = 10;
   c.workload.input = {20, 0.5, LengthDist::kUniform, 0};
   c.workload.output = {5, 0.4, LengthDist::kUniform, 0};
@@ -284,7 +284,7 @@ TEST(Runner, TimeoutsAndConnectionFailuresAreErrors) {
 
   // Nothing listening: model discovery fails up front with a clear error.
   BenchConfig d = Config(server);
-  d.client.url = *ParseUrl("http://127.0.0.1:1");
+  d.client.url = *http::ParseUrl("http://127.0.0.1:1");
   auto none = RunBench(d);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("--model"), std::string::npos);

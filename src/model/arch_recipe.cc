@@ -6,8 +6,8 @@ namespace brisk {
 
 namespace {
 
-using Act = LlamaConfig::Activation;
-using Rope = LlamaConfig::Rope;
+using Act = ModelConfig::Activation;
+using Rope = ModelConfig::Rope;
 
 // The RoPE layouts are llama.cpp's rope types for these architectures
 // (llama_model_rope_type): NORM (pairs) for llama/mistral, NEOX for the rest.
@@ -46,7 +46,7 @@ std::string SupportedArchitectures() {
   return out;
 }
 
-Status ApplyArchRecipe(const ArchRecipe& recipe, const GgufFile& f, LlamaConfig* cfg) {
+Status ApplyArchRecipe(const ArchRecipe& recipe, const GgufFile& f, ModelConfig* cfg) {
   const std::string p = std::string(recipe.name) + ".";
   // The KV cache holds one head_dim for K and V alike.
   ASSIGN_OR_RETURN(int64_t v_dim, f.GetIntOr(p + "attention.value_length", cfg->head_dim));

@@ -1,22 +1,22 @@
 // Architectures as data: one table row per GGUF `general.architecture` says
 // how its layers differ from the llama recipe (activation, RoPE layout, q/k/v
 // biases, q/k norms, post-norms, embedding scale, sliding-window layers). The
-// forward pass (LlamaModel) reads only the resulting LlamaConfig fields.
+// forward pass (Model) reads only the resulting ModelConfig fields.
 #pragma once
 
 #include <string>
 #include <string_view>
 
 #include "model/gguf.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "util/status.h"
 
 namespace brisk {
 
 struct ArchRecipe {
   std::string_view name;  // general.architecture; also the metadata key prefix
-  LlamaConfig::Activation activation = LlamaConfig::Activation::kSilu;
-  LlamaConfig::Rope rope = LlamaConfig::Rope::kPairs;
+  ModelConfig::Activation activation = ModelConfig::Activation::kSilu;
+  ModelConfig::Rope rope = ModelConfig::Rope::kPairs;
   bool qkv_bias = false;            // blk.N.attn_{q,k,v}.bias added after the projections
   bool qk_norm = false;             // blk.N.attn_{q,k}_norm on each head before RoPE
   bool post_norms = false;          // post_attention_norm / post_ffw_norm
@@ -37,6 +37,6 @@ std::string SupportedArchitectures();
 // keys of `f` (sliding window; value_length, which must equal the head
 // dimension). Call after the common hyper-parameters are set (it checks the
 // window against cfg->context_length).
-Status ApplyArchRecipe(const ArchRecipe& recipe, const GgufFile& f, LlamaConfig* cfg);
+Status ApplyArchRecipe(const ArchRecipe& recipe, const GgufFile& f, ModelConfig* cfg);
 
 }  // namespace brisk

@@ -13,13 +13,13 @@
 #include <random>
 
 #include "model/gguf_writer.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 
 namespace brisk {
 namespace {
 
 namespace fs = std::filesystem;
-using Rope = LlamaConfig::Rope;
+using Rope = ModelConfig::Rope;
 
 TEST(ArchRecipeTest, TableHoldsEachArchitecturesDifferences) {
   const ArchRecipe* llama = FindArchRecipe("llama");
@@ -30,7 +30,7 @@ TEST(ArchRecipeTest, TableHoldsEachArchitecturesDifferences) {
   const ArchRecipe* qwen2 = FindArchRecipe("qwen2");
   ASSERT_NE(qwen2, nullptr);
   EXPECT_EQ(qwen2->rope, Rope::kNeox);
-  EXPECT_EQ(qwen2->activation, LlamaConfig::Activation::kSilu);
+  EXPECT_EQ(qwen2->activation, ModelConfig::Activation::kSilu);
   EXPECT_TRUE(qwen2->qkv_bias);
   EXPECT_FALSE(qwen2->qk_norm || qwen2->post_norms || qwen2->embed_scale_sqrt_d);
   EXPECT_EQ(qwen2->global_every, 0);
@@ -153,7 +153,7 @@ class ArchModelTest : public ::testing::Test {
   }
 
   // Logits of `tokens` at positions 0.. (every position).
-  static std::vector<float> Logits(LlamaModel& m, const std::vector<int32_t>& tokens) {
+  static std::vector<float> Logits(Model& m, const std::vector<int32_t>& tokens) {
     ThreadPool threads(2);
     KvCache kv(m.kv_shape(16), 4);
     std::vector<int32_t> blocks = {0, 1, 2, 3};
@@ -176,9 +176,9 @@ class ArchModelTest : public ::testing::Test {
 };
 
 TEST_F(ArchModelTest, Qwen2LoadsWithBiasesAndNeoxRope) {
-  auto m = LlamaModel::Load(Write({.arch = "qwen2"}, "qwen2.gguf"));
+  auto m = Model::Load(Write({.arch = "qwen2"}, "qwen2.gguf"));
   ASSERT_TRUE(m.ok()) << m.status().ToString();
-  const LlamaConfig& c = (*m)->config();
+  const ModelConfig& c = (*m)->config();
   EXPECT_EQ(c.arch, "qwen2");
   EXPECT_TRUE(c.qkv_bias);
   EXPECT_FALSE(c.qk_norm);
@@ -195,10 +195,10 @@ TEST_F(ArchModelTest, Qwen2LoadsWithBiasesAndNeoxRope) {
 
 TEST_F(ArchModelTest, Qwen3TakesHeadDimFromKeyLengthAndNormsHeads) {
   // head_dim 32 while embedding_length / head_count = 16.
-  auto m = LlamaModel::Load(
+  auto m = Model::Load(
       Write({.arch = "qwen3", .head_dim = 32, .biases = false, .qk_norms = true}, "qwen3.gguf"));
   ASSERT_TRUE(m.ok()) << m.status().ToString();
-  const LlamaConfig& c = (*m)->config();
+  const ModelConfig& c = (*m)->config();
   EXPECT_EQ(c.arch, "qwen3");
   EXPECT_TRUE(c.qk_norm);
   EXPECT_FALSE(c.qkv_bias);
@@ -216,10 +216,10 @@ TEST_F(ArchModelTest, Qwen3TakesHeadDimFromKeyLengthAndNormsHeads) {
 // change its logits, a v bias must. So on the same weights qwen2 with zero
 // biases, and qwen3, equal llama there; at later positions they differ.
 TEST_F(ArchModelTest, SingleTokenIdentitiesAgainstLlama) {
-  auto llama = LlamaModel::Load(Write({.arch = "llama", .biases = false}, "llama.gguf"));
-  auto zero = LlamaModel::Load(Write({.arch = "qwen2", .bias_scale = 0.f}, "zero.gguf"));
-  auto biased = LlamaModel::Load(Write({.arch = "qwen2"}, "biased.gguf"));
-  auto qwen3 = LlamaModel::Load(Write({.arch = "qwen3", .biases = false, .qk_norms = true}, "q3"));
+  auto llama = Model::Load(Write({.arch = "llama", .biases = false}, "llama.gguf"));
+  auto zero = Model::Load(Write({.arch = "qwen2", .bias_scale = 0.f}, "zero.gguf"));
+  auto biased = Model::Load(Write({.arch = "qwen2"}, "biased.gguf"));
+  auto qwen3 = Model::Load(Write({.arch = "qwen3", .biases = false, .qk_norms = true}, "q3"));
   ASSERT_TRUE(llama.ok() && zero.ok() && biased.ok() && qwen3.ok());
   const std::vector<float> ref = Logits(**llama, {9});
   EXPECT_LT(MaxAbsDiff(Logits(**zero, {9}), ref), 1e-4f);
@@ -235,7 +235,7 @@ TEST_F(ArchModelTest, SingleTokenIdentitiesAgainstLlama) {
 // factor extends it; the profile's scaling (LoadOptions) replaces the file's.
 TEST_F(ArchModelTest, RopeScalingFromTheFileAndFromTheProfile) {
   using Type = RopeScaling::Type;
-  auto yarn = LlamaModel::Load(
+  auto yarn = Model::Load(
       Write({.arch = "qwen2", .rope_scaling = "yarn", .rope_factor = 4, .rope_original = 128},
             "yarn.gguf"));
   ASSERT_TRUE(yarn.ok()) << yarn.status().ToString();
@@ -244,7 +244,7 @@ TEST_F(ArchModelTest, RopeScalingFromTheFileAndFromTheProfile) {
   EXPECT_EQ((*yarn)->config().rope_scaling.original_context, 128);
   EXPECT_EQ((*yarn)->config().context_length, 512);
 
-  auto linear = LlamaModel::Load(
+  auto linear = Model::Load(
       Write({.arch = "qwen2", .rope_scaling = "linear", .rope_factor = 8}, "linear.gguf"));
   ASSERT_TRUE(linear.ok()) << linear.status().ToString();
   EXPECT_EQ((*linear)->config().rope_scaling.type, Type::kLinear);
@@ -254,7 +254,7 @@ TEST_F(ArchModelTest, RopeScalingFromTheFileAndFromTheProfile) {
   LoadOptions o;
   o.rope_scaling = RopeScaling{.type = Type::kYarn, .factor = 0};  // from context_tokens
   o.context_tokens = 1024;
-  auto extended = LlamaModel::Load(plain, o);
+  auto extended = Model::Load(plain, o);
   ASSERT_TRUE(extended.ok()) << extended.status().ToString();
   EXPECT_EQ((*extended)->config().rope_scaling.factor, 4);
   EXPECT_EQ((*extended)->config().rope_scaling.original_context, 256);
@@ -263,7 +263,7 @@ TEST_F(ArchModelTest, RopeScalingFromTheFileAndFromTheProfile) {
   // "none" in the profile turns a file's scaling off: back to its trained context.
   LoadOptions none;
   none.rope_scaling = RopeScaling{.type = Type::kNone};
-  auto off = LlamaModel::Load((dir_ / "yarn.gguf").string(), none);
+  auto off = Model::Load((dir_ / "yarn.gguf").string(), none);
   ASSERT_TRUE(off.ok()) << off.status().ToString();
   EXPECT_EQ((*off)->config().rope_scaling.type, Type::kNone);
   EXPECT_EQ((*off)->config().context_length, 128);
@@ -273,11 +273,11 @@ TEST_F(ArchModelTest, RopeScalingFromTheFileAndFromTheProfile) {
 // so YaRN (frequencies and magnitude) cannot change its logits; from the
 // second position on it must. YaRN with factor 1 is no scaling, bit for bit.
 TEST_F(ArchModelTest, YarnChangesLogitsFromTheSecondPosition) {
-  auto plain = LlamaModel::Load(Write({.arch = "qwen2"}, "plain.gguf"));
-  auto yarn = LlamaModel::Load(
+  auto plain = Model::Load(Write({.arch = "qwen2"}, "plain.gguf"));
+  auto yarn = Model::Load(
       Write({.arch = "qwen2", .rope_scaling = "yarn", .rope_factor = 4, .rope_original = 64},
             "yarn.gguf"));
-  auto unit = LlamaModel::Load(
+  auto unit = Model::Load(
       Write({.arch = "qwen2", .rope_scaling = "yarn", .rope_factor = 1, .rope_original = 64},
             "unit.gguf"));
   ASSERT_TRUE(plain.ok() && yarn.ok() && unit.ok());
@@ -289,39 +289,39 @@ TEST_F(ArchModelTest, YarnChangesLogitsFromTheSecondPosition) {
 
 TEST_F(ArchModelTest, UnsupportedOrInvalidRopeScalingIsAnError) {
   auto longrope =
-      LlamaModel::Load(Write({.arch = "qwen2", .rope_scaling = "longrope"}, "longrope.gguf"));
+      Model::Load(Write({.arch = "qwen2", .rope_scaling = "longrope"}, "longrope.gguf"));
   ASSERT_FALSE(longrope.ok());
   EXPECT_EQ(longrope.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(longrope.status().message().find("longrope"), std::string::npos);
 
-  auto deepseek = LlamaModel::Load(Write(
+  auto deepseek = Model::Load(Write(
       {.arch = "qwen2", .rope_scaling = "yarn", .rope_factor = 4, .yarn_log_multiplier = 0.1f},
       "deepseek.gguf"));
   ASSERT_FALSE(deepseek.ok());
   EXPECT_NE(deepseek.status().message().find("yarn_log_multiplier"), std::string::npos);
 
-  auto shrink = LlamaModel::Load(
+  auto shrink = Model::Load(
       Write({.arch = "qwen2", .rope_scaling = "linear", .rope_factor = 0.5f}, "shrink.gguf"));
   ASSERT_FALSE(shrink.ok());
   EXPECT_NE(shrink.status().message().find("factor"), std::string::npos);
 }
 
 TEST_F(ArchModelTest, MissingOrMismatchedTensorsAreErrors) {
-  auto no_bias = LlamaModel::Load(Write({.arch = "qwen2", .biases = false}, "nobias.gguf"));
+  auto no_bias = Model::Load(Write({.arch = "qwen2", .biases = false}, "nobias.gguf"));
   ASSERT_FALSE(no_bias.ok());
   EXPECT_EQ(no_bias.status().code(), StatusCode::kNotFound);
   EXPECT_NE(no_bias.status().message().find("blk.0.attn_q.bias"), std::string::npos);
 
-  auto no_norm = LlamaModel::Load(Write({.arch = "qwen3", .biases = false}, "nonorm.gguf"));
+  auto no_norm = Model::Load(Write({.arch = "qwen3", .biases = false}, "nonorm.gguf"));
   ASSERT_FALSE(no_norm.ok());
   EXPECT_NE(no_norm.status().message().find("attn_q_norm"), std::string::npos);
 
-  auto v_len = LlamaModel::Load(
+  auto v_len = Model::Load(
       Write({.arch = "qwen3", .biases = false, .qk_norms = true, .value_length = 8}, "vlen.gguf"));
   ASSERT_FALSE(v_len.ok());
   EXPECT_EQ(v_len.status().code(), StatusCode::kUnimplemented);
 
-  auto unknown = LlamaModel::Load(Write({.arch = "qwen2moe", .biases = false}, "moe.gguf"));
+  auto unknown = Model::Load(Write({.arch = "qwen2moe", .biases = false}, "moe.gguf"));
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(unknown.status().message().find("qwen3"), std::string::npos);

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "model/reference_test_util.h"
 #include "util/test_support.h"
 
@@ -21,10 +21,10 @@ class Gemma3ReferenceTest : public ::testing::Test {
   void SetUp() override {
     if (!std::filesystem::exists(kGemma)) BRISK_SKIP_OR_FAIL_MISSING("Gemma 3 270M not installed");
   }
-  std::unique_ptr<LlamaModel> Load(bool f32) {
+  std::unique_ptr<Model> Load(bool f32) {
     LoadOptions o;
     o.dequantize_to_f32 = f32;
-    auto m = LlamaModel::Load(kGemma, o);
+    auto m = Model::Load(kGemma, o);
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     return m.ok() ? std::move(*m) : nullptr;
   }
@@ -33,7 +33,7 @@ class Gemma3ReferenceTest : public ::testing::Test {
 TEST_F(Gemma3ReferenceTest, LoadsTheRecipe) {
   auto model = Load(/*f32=*/false);
   ASSERT_TRUE(model);
-  const LlamaConfig& c = model->config();
+  const ModelConfig& c = model->config();
   EXPECT_EQ(c.arch, "gemma3");
   EXPECT_EQ(c.n_layers, 18);
   EXPECT_EQ(c.head_dim, 256);

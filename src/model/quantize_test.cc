@@ -12,7 +12,7 @@
 #include <random>
 
 #include "model/gguf_writer.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "model/tokenizer.h"
 #include "util/test_support.h"
 
@@ -275,10 +275,10 @@ TEST_F(QuantizeTest, FailedRunLeavesNoOutput) {
 
 // Logits of every position of `prompt` under the model at `path`.
 std::vector<float> PromptLogits(const std::string& path, const std::string& prompt, int* vocab) {
-  auto m = LlamaModel::Load(path);
+  auto m = Model::Load(path);
   EXPECT_TRUE(m.ok()) << path << ": " << m.status().ToString();
   if (!m.ok()) return {};
-  LlamaModel& model = **m;
+  Model& model = **m;
   auto tok = Tokenizer::FromGguf(model.file());
   EXPECT_TRUE(tok.ok());
   if (!tok.ok()) return {};

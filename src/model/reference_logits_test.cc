@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/sampler.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "model/reference_test_util.h"
 #include "util/test_support.h"
 
@@ -36,10 +36,10 @@ class ReferenceLogitsTest : public ::testing::Test {
   void SetUp() override {
     if (!std::filesystem::exists(kModel)) BRISK_SKIP_OR_FAIL_MISSING("default model not installed");
   }
-  std::unique_ptr<LlamaModel> Load(bool f32) {
+  std::unique_ptr<Model> Load(bool f32) {
     LoadOptions o;
     o.dequantize_to_f32 = f32;
-    auto m = LlamaModel::Load(kModel, o);
+    auto m = Model::Load(kModel, o);
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     return m.ok() ? std::move(*m) : nullptr;
   }
@@ -92,7 +92,7 @@ struct GreedyAgreement {
   double prefix_frac = 0;
 };
 
-GreedyAgreement CompareGreedy(LlamaModel& model, const nlohmann::json& fixture) {
+GreedyAgreement CompareGreedy(Model& model, const nlohmann::json& fixture) {
   GreedyAgreement g;
   for (const auto& p : fixture["prompts"]) {
     const auto ref = p["greedy"]["tokens"].get<std::vector<int32_t>>();

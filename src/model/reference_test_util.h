@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 
 namespace brisk {
 
@@ -44,7 +44,7 @@ struct Agreement {
 // Runs every fixture prompt through `model` and compares log-probs of the
 // fixture's top-10 tokens. `logprob(p, i, k)` gives the fixture's value.
 template <typename RefLogProb>
-Agreement Compare(LlamaModel& model, const nlohmann::json& fixture, RefLogProb logprob) {
+Agreement Compare(Model& model, const nlohmann::json& fixture, RefLogProb logprob) {
   const int vocab = model.config().vocab;
   ThreadPool threads(2);
   KvCache kv(model.kv_shape(16), 128);
@@ -77,8 +77,8 @@ Agreement Compare(LlamaModel& model, const nlohmann::json& fixture, RefLogProb l
 
 // Greedy continuation of `prompt`: up to n argmax tokens fed back one at a
 // time, stopping after an end token (which is included).
-inline std::vector<int32_t> GreedyTokens(LlamaModel& model, const std::vector<int32_t>& prompt,
-                                         size_t n, const std::vector<int32_t>& end_tokens) {
+inline std::vector<int32_t> GreedyTokens(Model& model, const std::vector<int32_t>& prompt, size_t n,
+                                         const std::vector<int32_t>& end_tokens) {
   const int vocab = model.config().vocab;
   ThreadPool threads(2);
   KvCache kv(model.kv_shape(16), 128);

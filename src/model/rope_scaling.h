@@ -50,7 +50,7 @@ std::vector<double> RopeInverseFrequencies(double base, int rope_dim, const Rope
 // otherwise.
 double RopeMagnitude(const RopeScaling& s);
 
-// The serving key's text of a scaling (server/serving_gate.h): "none",
+// The serving key's text of a scaling (cli/serving_gate.h): "none",
 // "linear-x4-o8192", "yarn-x2-o8192" (factor, original context; YaRN's
 // betas and attention factor when they are not the defaults: "-b32-1-a1.5").
 // ParseRopeScalingKey reads it back exactly.

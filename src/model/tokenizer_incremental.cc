@@ -1,7 +1,7 @@
 #include "model/tokenizer_incremental.h"
 
 #include "model/tokenizer.h"
-#include "model/tokenizer_utf8.h"
+#include "util/utf8.h"
 
 namespace brisk {
 

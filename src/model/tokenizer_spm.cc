@@ -4,7 +4,7 @@
 
 #include <queue>
 
-#include "model/tokenizer_utf8.h"
+#include "util/utf8.h"
 
 namespace brisk {
 namespace {

@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "util/test_support.h"
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -16,7 +14,8 @@
 #include "model/tokenizer_bpe.h"
 #include "model/tokenizer_incremental.h"
 #include "model/tokenizer_pre_split.h"
-#include "model/tokenizer_utf8.h"
+#include "util/test_support.h"
+#include "util/utf8.h"
 
 namespace brisk {
 namespace {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "server/metrics.h"
+#include "obs/metrics.h"
 
 namespace brisk {
 

@@ -4,7 +4,6 @@
 
 #include <limits>
 
-#include "model/tokenizer_utf8.h"
 #include "server/openai_extensions.h"
 #include "server/openai_fields.h"
 #include "server/openai_guided.h"
@@ -12,6 +11,7 @@
 #include "server/openai_response_format.h"
 #include "server/openai_tools.h"
 #include "server/strict_json.h"
+#include "util/utf8.h"
 
 namespace brisk::api {
 namespace {

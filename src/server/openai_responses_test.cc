@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "server/header_gate.h"
+#include "http/header_gate.h"
 
 namespace brisk::api {
 namespace {

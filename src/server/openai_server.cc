@@ -10,7 +10,7 @@
 #include <memory>
 #include <thread>
 
-#include "server/header_gate.h"
+#include "http/header_gate.h"
 #include "server/openai_api.h"
 #include "server/response_stream.h"
 #include "server/server_metrics.h"
@@ -490,11 +490,10 @@ void OpenAiServer::LogAccess(const http::Request& req, int endpoint, const std::
     r.tenant = prep->tenant;
     r.feature = prep->feature;
     r.stream = prep->stream;
-    r.priority = prep->priority;
+    r.priority = std::string(PriorityName(prep->priority));
   }
   r.model = prep_.model_id;
-  r.endpoint = endpoint == 1 ? api::Endpoint::kCompletions : api::Endpoint::kChatCompletions;
-  r.responses_api = endpoint == 2;
+  r.endpoint = endpoint == 1 ? "completions" : endpoint == 2 ? "responses" : "chat.completions";
   r.status = s.http_status;
   r.outcome = OutcomeOf(s.outcome);
   r.prompt_tokens = s.usage.prompt_tokens;

@@ -27,19 +27,19 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "config/inference_config.h"
 #include "engine/engine_client.h"
 #include "grammar/constraint.h"
+#include "http/header_gate.h"
+#include "http/server.h"
 #include "model/prompt_renderer.h"
-#include "server/access_log.h"
-#include "server/config.h"
-#include "server/header_gate.h"
-#include "server/http_server.h"
+#include "obs/access_log.h"
+#include "obs/metrics.h"
+#include "obs/span_exporter.h"
+#include "obs/trace_context.h"
 #include "server/ignored_fields.h"
-#include "server/metrics.h"
 #include "server/request_preparation.h"
 #include "server/response_store.h"
-#include "server/span_exporter.h"
-#include "server/trace_context.h"
 #include "util/status.h"
 
 namespace brisk {

@@ -14,12 +14,12 @@
 #include <variant>
 #include <vector>
 
+#include "config/inference_config.h"
 #include "engine/engine_client.h"
 #include "engine/generation.h"
 #include "grammar/constraint.h"
+#include "http/server.h"
 #include "model/prompt_renderer.h"
-#include "server/config.h"
-#include "server/http_server.h"
 #include "server/openai_api.h"
 
 namespace brisk {

@@ -19,11 +19,11 @@
 
 #include "engine/engine_client.h"
 #include "engine/generation.h"
+#include "http/server.h"
 #include "model/tokenizer.h"
-#include "server/http_server.h"
+#include "obs/server_timing.h"
 #include "server/openai_api.h"
 #include "server/server_metrics.h"
-#include "server/server_timing.h"
 #include "server/tool_call_parser.h"
 
 namespace brisk {
@@ -36,7 +36,7 @@ struct ResponseSummary {
   api::Usage usage;
   double queue_s = -1, ttft_s = -1, total_s = -1;
   // Latency budget of a completed answer (tokenize, queue, prefill, decode,
-  // write: server/server_timing.h); empty when it failed.
+  // write: obs/server_timing.h); empty when it failed.
   std::vector<TimedStage> stages;
   std::string trace_id;  // Options::trace_id
 };

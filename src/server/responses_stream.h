@@ -20,7 +20,7 @@
 
 #include "engine/engine_client.h"
 #include "engine/generation.h"
-#include "server/http_server.h"
+#include "http/server.h"
 #include "server/openai_responses.h"
 #include "server/response_store.h"
 #include "server/response_stream.h"

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "engine/engine_client.h"
+#include "obs/metrics.h"
 #include "server/desired_replicas.h"
-#include "server/metrics.h"
 
 namespace brisk {
 

@@ -5,9 +5,9 @@
 #include <limits>
 #include <optional>
 
-#include "model/tokenizer_utf8.h"
 #include "server/openai_fields.h"
 #include "server/openai_prompt.h"
+#include "util/utf8.h"
 
 namespace brisk {
 namespace {

@@ -4,7 +4,7 @@ against the real `brisk serve`, loopback only, each bounded to a few seconds.
 Memory is the server process's resident set (/proc/PID/status: VmRSS now,
 VmHWM the peak), so a test sees what an attacker would cost the host.
 The API key before the body, 415 for non-JSON and the Host allow-list are the
-OpenAI server's header gate (src/server/header_gate.h) on the HTTP layer's
+OpenAI server's header gate (src/http/header_gate.h) on the HTTP layer's
 on_headers hook.
 """
 import json
