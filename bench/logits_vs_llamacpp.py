@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Brisk's next-token distributions against llama.cpp's on the same GGUF file,
-for architectures that have no installed model (issue 12: qwen2, qwen3).
+for architectures that have no installed model (qwen2, qwen3, YaRN) and a
+small gemma3.
 
 For each architecture and weight type, tools/make_random_gguf.py --arch writes
 a small random-weight file (its own byte-level BPE vocabulary, peaked logits).
@@ -26,6 +27,11 @@ Needs build/brisk (or --brisk) and llama-perplexity (--llama-bin; default
 bench/llamacpp/build.sh's bin directory, not built by this script). With
 --check, exit 1 when a case is outside the tolerances in TOLERANCE below.
 Prints a markdown table for BENCHMARKS.md.
+
+The same cases, with llama.cpp's side stored compactly (reduce_reference),
+are committed under tests/fixtures/arch_logits/
+(tools/make_arch_logits_fixtures.py), so tests/e2e/test_arch_logits.py checks
+Brisk against llama.cpp without llama.cpp (compare_reference).
 """
 from __future__ import annotations
 
@@ -43,18 +49,29 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEXT = os.path.join(ROOT, "bench", "golden", "kld_text.txt")
 LLAMA_BIN = os.path.join(os.path.expanduser("~"), ".cache", "brisk", "llama.cpp-0.3.36", "bin")
 
-# The shapes tested: qwen3 with a head dimension that is not hidden/heads
-# (key_length) and a separate output matrix; qwen2 tied, with GQA.
+# The shapes tested, small enough to commit as fixtures (< 1 MB a file):
+# qwen2 tied, with GQA and q/k/v biases; qwen3 with q/k norms, a head
+# dimension that is not hidden/heads (key_length) and a separate output
+# matrix; gemma3 with six layers (five sliding-window layers seeing 16
+# positions, then a global one), 4:1 GQA, q/k norms, post-norms, GELU-gated
+# FFN, the sqrt(hidden) embedding scale and head_dim != hidden/heads; untied,
+# so that its embedding can enter at rms 1 (make_random_gguf.py) and the
+# layers, not the input token, decide the next token.
 # A case named arch-something runs that arch with the extra arguments.
 # qwen2-yarn: YaRN from the file's keys (factor 4 over a trained context of
 # 32 tokens), so every scored position (64..127) is past the trained context.
+QWEN2 = ["--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--ff", "128"]
 CASES = {
-    "qwen2": ["--layers", "3", "--hidden", "256", "--heads", "4", "--kv-heads", "2"],
-    "qwen2-yarn": ["--layers", "3", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
-                   "--rope-scaling", "yarn", "--rope-factor", "4", "--rope-orig-ctx", "32"],
-    "qwen3": ["--layers", "3", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
-              "--head-dim", "96", "--untied"],
+    "qwen2": QWEN2,
+    "qwen2-yarn": QWEN2 + ["--rope-scaling", "yarn", "--rope-factor", "4", "--rope-orig-ctx", "32"],
+    "qwen3": ["--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--ff", "128",
+              "--head-dim", "32", "--untied"],
+    "gemma3": ["--layers", "6", "--hidden", "32", "--heads", "4", "--kv-heads", "1", "--ff", "64",
+               "--head-dim", "16", "--sliding-window", "16", "--untied"],
 }
+# Tokens of llama.cpp's distribution kept per scored position in the
+# committed fixtures (reduce_reference).
+REFERENCE_TOP_K = 64
 
 # Per weight type: (min top-1 agreement, max |dlogprob|, max mean KLD). F32
 # weights: both engines compute in f32 with an F16 KV cache, so only
@@ -68,6 +85,18 @@ TOLERANCE = {
     "F32": (0.99, 0.01, 1e-6),
     "F16": (0.99, 0.01, 1e-6),
     "Q8_0": (0.95, 0.5, 3e-3),
+}
+# Cases where llama.cpp is the one that is not exact, with the evidence. They
+# stay out of tolerance in the results ("ok": false); --check and
+# tests/e2e/test_arch_logits.py report them as known (the test as an expected
+# failure that must keep the same top-1) and fail once such a case passes, so
+# the entry goes when the cause does.
+REFERENCE_DEVIATIONS = {
+    ("gemma3", "F32"):
+        "llama.cpp's CPU GELU rounds its input to fp16 and reads the result from an fp16 table "
+        "(ggml/src/ggml-cpu/vec.h: GGML_GELU_FP16); the same llama.cpp built without that define "
+        "agrees with Brisk to mean KLD 1.9e-8, max |dlogprob| 0.0043 on this file, and differs "
+        "from its own table build by 1.6e-6, 0.017",
 }
 
 
@@ -142,21 +171,96 @@ def compare(llama_lp, brisk_lp, top=10):
             "llama_top1_prob_mean": float(np.exp(llama_lp.max(-1)).mean())}
 
 
+def reduce_reference(llama_lp, k=REFERENCE_TOP_K):
+    """llama.cpp's k most likely tokens per position, most likely first, and
+    their log-probs (normalized over the whole vocabulary)."""
+    ids = np.argsort(-llama_lp, axis=-1, kind="stable")[:, :k]
+    return ids.astype(np.uint16), np.take_along_axis(llama_lp, ids, -1).astype(np.float32)
+
+
+def topk_kld(ids, lp, other_lp):
+    """KLD(p || q) for p known on its top-k tokens only (ids, lp) and q whole
+    (other_lp): the top-k terms plus one bucket for the rest of the vocabulary
+    (mass 1 - sum p against 1 - sum q over the same ids). Merging tokens never
+    raises a KLD, and what it drops is second order in the tail's
+    log-prob differences: for the committed cases (top-64 of 659 tokens:
+    on average all but 1% of llama.cpp's mass, at worst all but 10%) it is
+    within 2% of the whole-vocabulary sum where that sum is above the
+    16-bit noise (Q8_0: 2.57e-4 vs 2.62e-4, 2.15e-3 vs 2.19e-3)."""
+    q_lp = np.take_along_axis(other_lp, ids.astype(np.int64), -1)
+    p, q = np.exp(lp.astype(np.float64)), np.exp(q_lp.astype(np.float64))
+    top = np.sum(p * (lp - q_lp), axis=-1)
+    p_rest = np.clip(1 - p.sum(-1), 0, 1)
+    q_rest = np.clip(1 - q.sum(-1), 1e-30, 1)
+    rest = np.where(p_rest > 0, p_rest * np.log(np.maximum(p_rest, 1e-30) / q_rest), 0)
+    return top + rest
+
+
+def compare_reference(ids, lp, brisk_lp, top=10):
+    """compare() against a reduce_reference() table: top-1 and |dlogprob| over
+    llama.cpp's top-10 are exact, the KLD is topk_kld."""
+    if ids.shape[0] != brisk_lp.shape[0]:
+        raise ValueError(f"{ids.shape[0]} reference positions, Brisk scored {brisk_lp.shape[0]}")
+    if ids.max() >= brisk_lp.shape[1]:
+        raise ValueError(f"reference token id {ids.max()} past Brisk's vocab {brisk_lp.shape[1]}")
+    b = np.take_along_axis(brisk_lp, ids.astype(np.int64), -1)
+    d = np.abs(lp[:, :top] - b[:, :top])
+    k = topk_kld(ids, lp, brisk_lp)
+    return {"positions": int(ids.shape[0]),
+            "same_top1": float(np.mean(brisk_lp.argmax(-1) == ids[:, 0])),
+            "max_dlogprob": float(d.max()), "mean_dlogprob": float(d.mean()),
+            "kld_mean": float(k.mean()), "kld_max": float(k.max()),
+            "llama_top1_prob_mean": float(np.exp(lp[:, 0]).mean())}
+
+
+def judge(r, wtype):
+    """Sets r["ok"] and r["tolerance"] from TOLERANCE, the quantized-vs-F32
+    ratio (when r has brisk_kld_vs_f32) and the variant's own effect (when r
+    has llama_kld_vs_base)."""
+    lo_top1, hi_d, hi_kld = TOLERANCE[wtype]
+    r["ok"] = r["same_top1"] >= lo_top1 and r["max_dlogprob"] <= hi_d and r["kld_mean"] <= hi_kld
+    r["tolerance"] = {"min_same_top1": lo_top1, "max_dlogprob": hi_d, "max_kld_mean": hi_kld}
+    if "llama_kld_vs_base" in r:
+        # The engines must agree far more closely than the variant moves
+        # llama.cpp's distributions, or the case checks nothing.
+        r["ok"] = r["ok"] and r["llama_kld_vs_base"] >= 100 * r["kld_mean"]
+    if "brisk_kld_vs_f32" in r:
+        r["ok"] = r["ok"] and (r["brisk_kld_vs_f32"]
+                               <= REL_KLD_VS_F32 * r["llama_kld_vs_f32"] + 1e-4)
+        r["tolerance"]["max_brisk_over_llama_kld_vs_f32"] = REL_KLD_VS_F32
+    return r
+
+
+def make_model(case, wtype, seed, path):
+    run([sys.executable, os.path.join(ROOT, "tools", "make_random_gguf.py"),
+         "--arch", case.split("-")[0],
+         "--type", wtype, "--embd-type", wtype, "--seed", str(seed), "--out", path]
+        + CASES[case])
+
+
+def llama_base(llama_bin, model, path, ctx, chunks, threads):
+    # --no-repack: on a CPU with AMX, llama.cpp 0c1e570 moves Q8_0 matrices to
+    # its AMX buffer type, whose matmul segfaults here (ggml_backend_amx_mul_mat);
+    # without repacking every type takes ggml's plain CPU dot products.
+    run([os.path.join(llama_bin, "llama-perplexity"), "-m", model, "-f", TEXT,
+         "-c", str(ctx), "--chunks", str(chunks), "-t", str(threads), "--no-repack",
+         "-b", str(max(512, ctx)), "--kl-divergence-base", path])
+    return read_llamacpp_base(path)
+
+
+def brisk_base(brisk, model, path, ctx, chunks, threads):
+    run([brisk, "eval", "kld", "--model", model, "--text", TEXT, "--save-base", path,
+         "--ctx", str(ctx), "--chunks", str(chunks), "--threads", str(threads)])
+    return read_brisk_base(path)
+
+
 def one_case(args, work, arch, wtype, tables):
     model = os.path.join(work, f"{arch}.{wtype}.gguf")
-    run([sys.executable, os.path.join(ROOT, "tools", "make_random_gguf.py"),
-         "--arch", arch.split("-")[0],
-         "--type", wtype, "--embd-type", wtype, "--seed", str(args.seed), "--out", model]
-        + CASES[arch])
-    llama_base = os.path.join(work, f"{arch}.{wtype}.llama.bin")
-    run([os.path.join(args.llama_bin, "llama-perplexity"), "-m", model, "-f", TEXT,
-         "-c", str(args.ctx), "--chunks", str(args.chunks), "-t", str(args.threads),
-         "-b", str(max(512, args.ctx)), "--kl-divergence-base", llama_base])
-    brisk_base = os.path.join(work, f"{arch}.{wtype}.brisk.bin")
-    run([args.brisk, "eval", "kld", "--model", model, "--text", TEXT, "--save-base", brisk_base,
-         "--ctx", str(args.ctx), "--chunks", str(args.chunks), "--threads", str(args.threads)])
-    l_ctx, l_tok, l_lp = read_llamacpp_base(llama_base)
-    b_ctx, b_tok, b_lp = read_brisk_base(brisk_base)
+    make_model(arch, wtype, args.seed, model)
+    l_ctx, l_tok, l_lp = llama_base(args.llama_bin, model, os.path.join(work, f"{arch}.{wtype}.llama.bin"),
+                                    args.ctx, args.chunks, args.threads)
+    b_ctx, b_tok, b_lp = brisk_base(args.brisk, model, os.path.join(work, f"{arch}.{wtype}.brisk.bin"),
+                                    args.ctx, args.chunks, args.threads)
     if l_ctx != b_ctx or l_tok.shape != b_tok.shape or not np.array_equal(l_tok, b_tok):
         diff = int(np.sum(l_tok != b_tok)) if l_tok.shape == b_tok.shape else -1
         raise RuntimeError(f"{arch} {wtype}: the engines tokenized the text differently "
@@ -168,21 +272,12 @@ def one_case(args, work, arch, wtype, tables):
         l_ref, b_ref = tables[(arch, "F32")]
         r["llama_kld_vs_f32"] = float(kld(l_ref, l_lp).mean())
         r["brisk_kld_vs_f32"] = float(kld(b_ref, b_lp).mean())
-    lo_top1, hi_d, hi_kld = TOLERANCE[wtype]
-    r["ok"] = r["same_top1"] >= lo_top1 and r["max_dlogprob"] <= hi_d and r["kld_mean"] <= hi_kld
     base = (arch.split("-")[0], wtype)
     if "-" in arch and base in tables:
         # The same weights without the variant (e.g. without YaRN), both by
-        # llama.cpp: how much the variant moves the distributions. The engines
-        # must agree far more closely than that, or the case checks nothing.
+        # llama.cpp: how much the variant moves the distributions.
         r["llama_kld_vs_base"] = float(kld(tables[base][0], l_lp).mean())
-        r["ok"] = r["ok"] and r["llama_kld_vs_base"] >= 100 * r["kld_mean"]
-    r["tolerance"] = {"min_same_top1": lo_top1, "max_dlogprob": hi_d, "max_kld_mean": hi_kld}
-    if "brisk_kld_vs_f32" in r:
-        r["ok"] = r["ok"] and (r["brisk_kld_vs_f32"]
-                               <= REL_KLD_VS_F32 * r["llama_kld_vs_f32"] + 1e-4)
-        r["tolerance"]["max_brisk_over_llama_kld_vs_f32"] = REL_KLD_VS_F32
-    return r
+    return judge(r, wtype)
 
 
 def markdown(results, ctx, chunks):
@@ -211,7 +306,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--brisk", default=os.environ.get("BRISK_BIN", os.path.join(ROOT, "build", "brisk")))
     ap.add_argument("--llama-bin", default=LLAMA_BIN, help="directory with llama-perplexity")
-    ap.add_argument("--archs", default="qwen2,qwen3")
+    ap.add_argument("--archs", default="qwen2,qwen3,gemma3")
     ap.add_argument("--types", default="F32,Q8_0")
     ap.add_argument("--ctx", type=int, default=128)
     ap.add_argument("--chunks", type=int, default=4)
@@ -240,9 +335,19 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"ctx": args.ctx, "chunks": args.chunks, "results": results}, f, indent=1)
-    bad = [r for r in results if not r["ok"]]
-    for r in bad:
-        print(f"OUT OF TOLERANCE: {r['arch']} {r['type']}: {r}", file=sys.stderr)
+    bad = []
+    for r in results:
+        why = REFERENCE_DEVIATIONS.get((r["arch"], r["type"]))
+        if why and not r["ok"]:
+            print(f"KNOWN DEVIATION (llama.cpp's, not counted by --check): {r['arch']} "
+                  f"{r['type']}: {why}", file=sys.stderr)
+        elif why:
+            bad.append(r)
+            print(f"{r['arch']} {r['type']} is now within tolerance: drop it from "
+                  "REFERENCE_DEVIATIONS", file=sys.stderr)
+        elif not r["ok"]:
+            bad.append(r)
+            print(f"OUT OF TOLERANCE: {r['arch']} {r['type']}: {r}", file=sys.stderr)
     return 1 if args.check and bad else 0
 
 

@@ -31,7 +31,7 @@ Usage (from the repo root):
 The output is byte-for-byte deterministic for given arguments and gguf version.
 Takes ~10-30 s and ~2 GB RAM for the full 30-layer model.
 
-Architectures without an installed model (--arch llama | qwen2 | qwen3): nothing
+Architectures without an installed model (--arch llama | qwen2 | qwen3 | gemma3): nothing
 is copied; the file is synthesized from the shape flags (--hidden, --heads,
 --kv-heads, --head-dim, --ff, --layers, --untied, --vocab) with a small byte-level BPE
 tokenizer (random_bpe_vocab.py: tokenizer.ggml.model "gpt2", pre "qwen2", the
@@ -43,6 +43,15 @@ embeddings and output with logits of std ~--logit-std), so that logits
 comparisons between engines mean something:
   python3 tools/make_random_gguf.py --arch qwen2 --type Q8_0 --out /tmp/qwen2.Q8_0.gguf
   python3 tools/make_random_gguf.py --arch qwen3 --type F32 --head-dim 96 --out /tmp/qwen3.gguf
+--arch gemma3: q/k norms, post-attention and post-FFN norms, key_length (may
+differ from hidden/heads), tied unless --untied, and with --sliding-window N local
+layers (five of every six) seeing N positions; the embedding scale sqrt(hidden)
+and GELU-gated FFN come with the architecture in both engines.  The tokenizer
+is the same small BPE (a real Gemma's is SentencePiece, tested elsewhere):
+  python3 tools/make_random_gguf.py --arch gemma3 --type F32 --layers 6 --hidden 32 --heads 4 \
+    --kv-heads 1 --head-dim 16 --ff 64 --sliding-window 16 --untied --out /tmp/g3.gguf
+(untied, its embedding rows have std 1/sqrt(hidden), so the scaled embedding
+has rms 1).
 --arch llama: no q/k/v biases, NORM RoPE, pre-tokenizer llama-bpe.  --vocab N
 pads the vocabulary with UNUSED "[PAD<id>]" tokens to N embedding rows.  Tensors
 are made and written one at a time, so a real-size model (bench/dram_shapes.sh:
@@ -98,7 +107,7 @@ def encode(values: np.ndarray, qtype: QT) -> np.ndarray:
 
 
 def synthesize(args) -> int:
-    """--arch llama | qwen2 | qwen3: a model written from the shape flags."""
+    """--arch llama | qwen2 | qwen3 | gemma3: a model written from the shape flags."""
     from random_bpe_vocab import CHATML_TEMPLATE, make_vocab
     UNUSED = 5  # GGUF token type (llama.cpp's LLAMA_TOKEN_TYPE_UNUSED)
 
@@ -112,6 +121,8 @@ def synthesize(args) -> int:
         sys.exit("qwen2 has no key_length key: --head-dim must be --hidden / --heads")
     if args.arch == "llama" and head_dim * heads != d:
         sys.exit("llama: --head-dim must be --hidden / --heads (no key_length key written)")
+    if args.sliding_window and args.arch != "gemma3":
+        sys.exit("--sliding-window is a gemma3 key")
     vocab = make_vocab(args.merges)
     n_real = len(vocab.tokens)
     if args.vocab and args.vocab < n_real:
@@ -136,9 +147,14 @@ def synthesize(args) -> int:
     w.add_feed_forward_length(ff)
     w.add_head_count(heads)
     w.add_head_count_kv(kv_heads)
-    if args.arch == "qwen3":
+    if args.arch in ("qwen3", "gemma3"):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
+    if args.sliding_window:
+        # gemma3: with a window, layers 0-4 of every 6 are local (llama.cpp's
+        # load_swa_pattern(6) without a sliding_window_pattern key; Brisk's
+        # recipe global_every 6), RoPE base 10000 on those (no freq_base_swa key).
+        w.add_sliding_window(args.sliding_window)
     if args.arch == "llama":
         # llama.cpp reads n_rot from rope.dimension_count; llama's RoPE is the
         # NORM (adjacent pairs) layout, chosen by the architecture in both engines.
@@ -189,7 +205,11 @@ def synthesize(args) -> int:
 
     # logits = rms_norm(x) . row: std ~ logit_std when the rows have std logit_std / sqrt(d).
     out_std = args.logit_std / np.sqrt(d)
-    matrix("token_embd.weight", n_vocab, d, out_std, TYPES[args.embd_type])
+    # gemma3 scales the embedding by sqrt(d): untied, rows of std 1/sqrt(d)
+    # enter the residual stream at rms 1, like each post-normed layer output,
+    # so the layers (not the input token) decide the next token.
+    embd_std = d ** -0.5 if args.arch == "gemma3" and args.untied else out_std
+    matrix("token_embd.weight", n_vocab, d, embd_std, TYPES[args.embd_type])
     vector("output_norm.weight", d, 1.0, 0.1)
     if args.untied:
         matrix("output.weight", n_vocab, d, out_std)
@@ -203,14 +223,20 @@ def synthesize(args) -> int:
             vector(b + "attn_q.bias", q_dim, 0.0, 0.5)
             vector(b + "attn_k.bias", kv_dim, 0.0, 0.5)
             vector(b + "attn_v.bias", kv_dim, 0.0, 0.5)
-        if args.arch == "qwen3":
+        if args.arch in ("qwen3", "gemma3"):
             vector(b + "attn_q_norm.weight", head_dim, 1.0, 0.1)
             vector(b + "attn_k_norm.weight", head_dim, 1.0, 0.1)
         matrix(b + "attn_output.weight", d, q_dim, q_dim ** -0.5)
+        if args.arch == "gemma3":
+            # Gemma's norms scale by the stored weight (convert_hf_to_gguf.py
+            # stores HF's 1 + w), like every other norm here.
+            vector(b + "post_attention_norm.weight", d, 1.0, 0.1)
         vector(b + "ffn_norm.weight", d, 1.0, 0.1)
         matrix(b + "ffn_gate.weight", ff, d, d ** -0.5)
         matrix(b + "ffn_up.weight", ff, d, d ** -0.5)
         matrix(b + "ffn_down.weight", d, ff, ff ** -0.5)
+        if args.arch == "gemma3":
+            vector(b + "post_ffw_norm.weight", d, 1.0, 0.1)
 
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -236,7 +262,7 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=0,
                     help="keep only the first N blocks (0 = all); with --arch: blocks (default 2)")
     syn = ap.add_argument_group("synthesized architectures (no --src)")
-    syn.add_argument("--arch", choices=["llama", "qwen2", "qwen3"],
+    syn.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "gemma3"],
                      help="write this architecture from the shape flags")
     syn.add_argument("--hidden", type=int, default=256)
     syn.add_argument("--heads", type=int, default=4)
@@ -254,6 +280,8 @@ def main() -> int:
                      help="pad the vocabulary with unused [PAD<id>] tokens up to N rows "
                           "(a real model's embedding shape, e.g. 128256, 151936)")
     syn.add_argument("--untied", action="store_true", help="write output.weight (default: tied)")
+    syn.add_argument("--sliding-window", type=int, default=0,
+                     help="gemma3: attention.sliding_window (0: not written, every layer global)")
     syn.add_argument("--merges", type=int, default=400, help="BPE merges of the small vocab")
     syn.add_argument("--logit-std", type=float, default=4.0, help="std of the logits (peakedness)")
     args = ap.parse_args()
