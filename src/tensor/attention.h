@@ -97,6 +97,9 @@ using AttentionFn = void (*)(const AttentionChunk& a, float* scratch);
 void AttentionScalar(const AttentionChunk& a, float* scratch);
 void AttentionAvx2(const AttentionChunk& a, float* scratch);
 void AttentionAvx512(const AttentionChunk& a, float* scratch);
+// The KV precisions other than F16 (compiled in a file of their own).
+void AttentionAvx2OtherKv(const AttentionChunk& a, float* scratch);
+void AttentionAvx512OtherKv(const AttentionChunk& a, float* scratch);
 // The attention op's variant table, indexed by KernelIsa.
 extern const AttentionFn kVariants[kNumKernelIsas];
 }  // namespace attention_internal

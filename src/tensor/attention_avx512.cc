@@ -1,4 +1,5 @@
-// The attention kernel compiled for avx512 (flags from CMakeLists.txt).
+// The attention kernel compiled for avx512 (flags from CMakeLists.txt): the F16
+// cache here, the other KV precisions in attention_kv_avx512.cc.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -11,7 +12,10 @@ namespace {
 }  // namespace
 
 namespace attention_internal {
-void AttentionAvx512(const AttentionChunk& a, float* scratch) { AttentionImpl(a, scratch); }
+void AttentionAvx512(const AttentionChunk& a, float* scratch) {
+  if (a.kv.type == KvType::kF16) return AttentionF16(a, scratch);
+  AttentionAvx512OtherKv(a, scratch);
+}
 }  // namespace attention_internal
 
 }  // namespace brisk
