@@ -1,17 +1,33 @@
 #!/usr/bin/env bash
-# Installs everything Brisk needs on a fresh Debian 12 machine: build
-# dependencies (apt), test dependencies (pip) and the embedded default model.
-# Idempotent: a second run only checks.
+# Installs what Brisk needs on a fresh Debian 12 machine: the build
+# dependencies (apt) and the models; with --test also what the tests need
+# (apt and pip). Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# What building and serving need (`brisk serve`, `brisk gateway` and its
+# dashboard's chart library, `brisk bench` and its default text corpus).
 APT_PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  build-essential cmake ninja-build ccache pkg-config
   libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libxxhash-dev
-  libyaml-cpp-dev libboost1.81-dev libsqlite3-dev libpq-dev postgresql libvalijson-dev
-  unzip python3-pip prometheus fortunes chromium chromium-driver libjs-chart.js
+  libyaml-cpp-dev libboost1.81-dev libsqlite3-dev libpq-dev libvalijson-dev
+  unzip python3-pip fortunes libjs-chart.js
 )
+# What the tests add: GoogleTest and Google Benchmark, clang's sanitizer and
+# fuzzer runtimes, the real PostgreSQL, Prometheus and a browser the
+# end-to-end tests run against, and the Python test packages.
+TEST_APT_PACKAGES=(
+  clang libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev
+  postgresql prometheus chromium chromium-driver
+)
+with_tests=0
+case "${1:-}" in
+  --test) with_tests=1 ;;
+  "") ;;
+  *) echo "usage: scripts/setup.sh [--test]" >&2; exit 2 ;;
+esac
+[ "$with_tests" = 1 ] && APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}")
+
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,6 +38,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 
-python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
+if [ "$with_tests" = 1 ]; then
+  python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
+fi
 
 bash scripts/install_models.sh

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 # ccache keys on relative paths, so a fresh clone elsewhere reuses the cache.
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 phase() { echo "== test phase '$1' done at ${SECONDS}s"; }
-bash scripts/setup.sh
+bash scripts/setup.sh --test
 phase setup
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j"$(nproc)"
