@@ -3,6 +3,7 @@
 // formats' meaning; SIMD kernels are tested against them.
 #include "tensor/quant_ref.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -20,6 +21,37 @@ void GetScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
     *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
     *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
+}
+
+void SubBlockScalesMins(const float* x, int n_sub, int len, float steps, float* scale, float* minv,
+                        float* max_scale, float* max_min) {
+  *max_scale = 0;
+  *max_min = 0;
+  for (int j = 0; j < n_sub; ++j) {
+    float lo = 0, hi = x[len * j];
+    for (int l = 0; l < len; ++l) {
+      lo = std::fmin(lo, x[len * j + l]);
+      hi = std::fmax(hi, x[len * j + l]);
+    }
+    scale[j] = (hi - lo) / steps;
+    minv[j] = -lo;
+    *max_scale = std::fmax(*max_scale, scale[j]);
+    *max_min = std::fmax(*max_min, minv[j]);
+  }
+}
+
+std::pair<float, float> QuantizeScalesMinsK4(const float* scale, const float* minv, float max_scale,
+                                             float max_min, uint16_t* d_half, uint16_t* dmin_half,
+                                             uint8_t* scales, int* sc, int* m) {
+  *d_half = FloatToHalf(max_scale / 63.0f);
+  *dmin_half = FloatToHalf(max_min / 63.0f);
+  const float d = HalfToFloat(*d_half), dmin = HalfToFloat(*dmin_half);
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = d > 0 ? std::clamp(static_cast<int>(std::nearbyint(scale[j] / d)), 0, 63) : 0;
+    m[j] = dmin > 0 ? std::clamp(static_cast<int>(std::nearbyint(minv[j] / dmin)), 0, 63) : 0;
+  }
+  SetScalesMinsK4(sc, m, scales);
+  return {d, dmin};
 }
 
 void SetScalesMinsK4(const int* sc, const int* m, uint8_t* q) {
@@ -186,27 +218,11 @@ void QuantizeQ4_K(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ4_K*>(dst);
   for (int64_t i = 0; i < n / 256; ++i) {
     const float* x = src + 256 * i;
-    float scale[8], minv[8], max_scale = 0, max_min = 0;
-    for (int j = 0; j < 8; ++j) {
-      float lo = 0, hi = x[32 * j];
-      for (int l = 0; l < 32; ++l) {
-        lo = std::fmin(lo, x[32 * j + l]);
-        hi = std::fmax(hi, x[32 * j + l]);
-      }
-      scale[j] = (hi - lo) / 15.0f;
-      minv[j] = -lo;
-      max_scale = std::fmax(max_scale, scale[j]);
-      max_min = std::fmax(max_min, minv[j]);
-    }
-    b[i].d = FloatToHalf(max_scale / 63.0f);
-    b[i].dmin = FloatToHalf(max_min / 63.0f);
-    const float d = HalfToFloat(b[i].d), dmin = HalfToFloat(b[i].dmin);
+    float scale[8], minv[8], max_scale, max_min;
+    SubBlockScalesMins(x, 8, 32, 15.0f, scale, minv, &max_scale, &max_min);
     int sc[8], m[8];
-    for (int j = 0; j < 8; ++j) {
-      sc[j] = d > 0 ? Clamp(static_cast<int>(std::nearbyint(scale[j] / d)), 0, 63) : 0;
-      m[j] = dmin > 0 ? Clamp(static_cast<int>(std::nearbyint(minv[j] / dmin)), 0, 63) : 0;
-    }
-    SetScalesMinsK4(sc, m, b[i].scales);
+    const auto [d, dmin] = QuantizeScalesMinsK4(scale, minv, max_scale, max_min, &b[i].d,
+                                                &b[i].dmin, b[i].scales, sc, m);
     for (int j = 0; j < 8; ++j) {
       const float step = d * static_cast<float>(sc[j]), off = dmin * static_cast<float>(m[j]);
       uint8_t* q = b[i].qs + 32 * (j / 2);

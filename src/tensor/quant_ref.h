@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 namespace brisk::quant_ref {
 
@@ -71,5 +72,17 @@ int NearestIQ4(float t);
 // sub-block j's pair, and all 8 pairs written back (values 0..63).
 void GetScaleMinK4(int j, const uint8_t* q, int* sc, int* m);
 void SetScalesMinsK4(const int* sc, const int* m, uint8_t* q);
+// Q2_K / Q4_K / Q5_K: each of `n_sub` sub-blocks of `len` values of `x`
+// spans [lo, hi] with lo = min(0, min x) (the format's min is subtracted, so
+// it must be >= 0): scale[j] = (hi - lo) / steps, minv[j] = -lo. Sets the
+// largest of each.
+void SubBlockScalesMins(const float* x, int n_sub, int len, float steps, float* scale, float* minv,
+                        float* max_scale, float* max_min);
+// Q4_K / Q5_K: the 8 scales and mins as 6-bit multiples of d = max scale/63
+// and dmin = max min/63 (both rounded to f16 and stored in *d, *dmin): the
+// 6-bit values in sc and m, packed into `scales`; returns d and dmin as stored.
+std::pair<float, float> QuantizeScalesMinsK4(const float* scale, const float* minv, float max_scale,
+                                             float max_min, uint16_t* d, uint16_t* dmin,
+                                             uint8_t* scales, int* sc, int* m);
 
 }  // namespace brisk::quant_ref

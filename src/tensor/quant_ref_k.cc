@@ -51,18 +51,8 @@ void QuantizeQ2_K(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ2_K*>(dst);
   for (int64_t i = 0; i < n / 256; ++i) {
     const float* x = src + 256 * i;
-    float scale[16], minv[16], max_scale = 0, max_min = 0;
-    for (int j = 0; j < 16; ++j) {
-      float lo = 0, hi = x[16 * j];
-      for (int l = 0; l < 16; ++l) {
-        lo = std::fmin(lo, x[16 * j + l]);
-        hi = std::fmax(hi, x[16 * j + l]);
-      }
-      scale[j] = (hi - lo) / 3.0f;
-      minv[j] = -lo;
-      max_scale = std::fmax(max_scale, scale[j]);
-      max_min = std::fmax(max_min, minv[j]);
-    }
+    float scale[16], minv[16], max_scale, max_min;
+    SubBlockScalesMins(x, 16, 16, 3.0f, scale, minv, &max_scale, &max_min);
     b[i].d = FloatToHalf(max_scale / 15.0f);
     b[i].dmin = FloatToHalf(max_min / 15.0f);
     const float d = HalfToFloat(b[i].d), dmin = HalfToFloat(b[i].dmin);
@@ -152,27 +142,11 @@ void QuantizeQ5_K(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ5_K*>(dst);
   for (int64_t i = 0; i < n / 256; ++i) {
     const float* x = src + 256 * i;
-    float scale[8], minv[8], max_scale = 0, max_min = 0;
-    for (int j = 0; j < 8; ++j) {
-      float lo = 0, hi = x[32 * j];
-      for (int l = 0; l < 32; ++l) {
-        lo = std::fmin(lo, x[32 * j + l]);
-        hi = std::fmax(hi, x[32 * j + l]);
-      }
-      scale[j] = (hi - lo) / 31.0f;
-      minv[j] = -lo;
-      max_scale = std::fmax(max_scale, scale[j]);
-      max_min = std::fmax(max_min, minv[j]);
-    }
-    b[i].d = FloatToHalf(max_scale / 63.0f);
-    b[i].dmin = FloatToHalf(max_min / 63.0f);
-    const float d = HalfToFloat(b[i].d), dmin = HalfToFloat(b[i].dmin);
+    float scale[8], minv[8], max_scale, max_min;
+    SubBlockScalesMins(x, 8, 32, 31.0f, scale, minv, &max_scale, &max_min);
     int sc[8], m[8];
-    for (int j = 0; j < 8; ++j) {
-      sc[j] = d > 0 ? RoundClamp(scale[j] / d, 0, 63) : 0;
-      m[j] = dmin > 0 ? RoundClamp(minv[j] / dmin, 0, 63) : 0;
-    }
-    SetScalesMinsK4(sc, m, b[i].scales);
+    const auto [d, dmin] = QuantizeScalesMinsK4(scale, minv, max_scale, max_min, &b[i].d,
+                                                &b[i].dmin, b[i].scales, sc, m);
     std::memset(b[i].qs, 0, sizeof(b[i].qs));
     std::memset(b[i].qh, 0, sizeof(b[i].qh));
     for (int j = 0; j < 8; ++j) {
