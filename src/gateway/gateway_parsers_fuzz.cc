@@ -109,7 +109,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const size_t nl = input.find('\n');
       Json schema = Json::parse(input.substr(0, nl), nullptr, false);
       if (schema.is_discarded()) break;
-      AnswerCheck c = AnswerCheck::FromRequest(
+      brisk::AnswerCheck c = brisk::AnswerCheck::FromRequest(
           {{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", schema}}}}}});
       Check(c.active());
       Check(c.has_schema() == c.skipped().empty());
