@@ -1,6 +1,6 @@
 // A golden set: JSONL cases, each a request (prompt or messages, sampling)
-// and one check of its answer, for `brisk eval golden` (issue 13's behaviour
-// check, and the gate every serving change passes).
+// and one check of its answer, for `brisk eval golden` (the behaviour check of
+// the gate every serving change passes).
 //
 // One case per line:
 //   {"id": "capital-fr",

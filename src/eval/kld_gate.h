@@ -1,4 +1,4 @@
-// The distribution check of the serving gate (issue 13): a served
+// The distribution check of the serving gate: a served
 // configuration of a model file (weight precision, KV precision) against the
 // file's native configuration (the weights as stored, F16 KV) on an
 // evaluation text, cut and scored as `brisk eval kld` does it (kld_run.h,

@@ -1,9 +1,8 @@
 // A canned OpenAI-compatible upstream: answers every chat/completions request
 // at once with a fixed text of max_tokens pieces (streamed or not, with
 // usage), /v1/models, /health and /load. It does no inference, so a benchmark
-// of a gateway in front of it measures the gateway's own overhead (issue 16:
-// "a canned-response upstream is fine for measuring overhead only"). Not for
-// serving anything.
+// of a gateway in front of it measures the gateway's own overhead and
+// nothing else. Not for serving anything.
 #pragma once
 
 #include <memory>

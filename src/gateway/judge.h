@@ -1,4 +1,4 @@
-// The judge of a rollout's shadow pairs (issue 17): a live request answered
+// The judge of a rollout's shadow pairs: a live request answered
 // by the baseline and by the candidate, scored for the candidate.
 //
 // Three checks, cheapest first:

@@ -1,4 +1,4 @@
-// A rollout of a candidate upstream set for one tier (issue 17), as a pure
+// A rollout of a candidate upstream set for one tier, as a pure
 // state machine over plain data: the gateway feeds it samples (each finished
 // request's arm, status, TTFT, TPOT, structured-output validity) and judge
 // scores, and asks it which share of the tier's traffic the candidate gets

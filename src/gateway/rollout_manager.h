@@ -1,4 +1,4 @@
-// The gateway's rollouts (issue 17): at most one per tier, each a Rollout
+// The gateway's rollouts: at most one per tier, each a Rollout
 // (rollout.h) plus the candidate's upstream clients, kept hot beside the
 // tier's baseline set for as long as the rollout lasts.
 //

@@ -1,7 +1,7 @@
 // Which tier (or cascade of tiers) answers a request. Pure logic over the
 // parsed gateway.yaml and a few facts of the request; no I/O.
 //
-// Order (issue 16): 1. an explicit model: a tier's name or its model id;
+// Order: 1. an explicit model: a tier's name or its model id;
 // 2. the caller's feature (from its API key or X-Feature) mapped to a tier;
 // 3. the first rule whose conditions all hold (prompt size, tools or
 // response_format present, a regex over the prompt, features); 4. the default

@@ -1,7 +1,7 @@
 // Scalar conversions between float and FP8 E4M3 (the OCP "E4M3FN" format:
 // 1 sign, 4 exponent bits with bias 7, 3 mantissa bits; no infinities, NaN
 // is S.1111.111; largest finite 448; subnormals down to 2^-9), as raw bits.
-// The reference for fp8 weights and KV (issue 13): SIMD kernels are tested
+// The reference for fp8 weights and KV: SIMD kernels are tested
 // against these, and these against ml_dtypes' float8_e4m3fn bitwise
 // (src/tensor/fp8_test.cc, tests/make_fp8_fixture.py).
 #pragma once
