@@ -1,4 +1,4 @@
-// The golden-set gate on the serving path (issue 13): a serving change (a
+// The golden-set gate on the serving path: a serving change (a
 // weight precision other than the file's own, a KV precision other than
 // F16, a RoPE scaling other than the file's) starts only with a passing gate report for exactly
 // what is served: the model file's bytes, the precision, the KV precision and the engine version.

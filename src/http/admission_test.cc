@@ -91,7 +91,7 @@ TEST(HttpAdmission, MaxConnectionsRejectsTheExtraOne) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The on_headers hook: answers before the body is read (issue 19, finding 4).
+// The on_headers hook: answers before the body is read.
 
 Handler CountingEcho(std::atomic<int>& calls) {
   return [&calls](Request&& req, std::shared_ptr<Responder> res) {

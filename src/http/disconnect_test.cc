@@ -280,7 +280,7 @@ TEST(HttpDisconnect, ResponderOutlivesServer) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Half-close (issue 19, finding 8): EOF after a complete request is not a cancel.
+// Half-close: EOF after a complete request is not a cancel.
 
 TEST(HttpDisconnect, HalfClosedClientGetsItsResponse) {
   Pending pending;

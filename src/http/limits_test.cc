@@ -148,7 +148,7 @@ TEST(HttpLimits, UnsupportedFramingIsRejected) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Chunked framing: every element bounded, every byte counted (issue 19, finding 1).
+// Chunked framing: every element bounded, every byte counted.
 
 // Sends `prefix`, then `filler` `repeat` times from a thread (stops at the first failed send).
 class Flood {

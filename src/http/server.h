@@ -183,8 +183,9 @@ struct ServerOptions {
   // read, a chunked body its buffer as it grows. A request that does not fit gets 503 with
   // Retry-After: 1 and is closed without buffering more. Raised to max_body_bytes if lower,
   // so one largest body always fits an idle server. 192 MiB leaves room under the 256 MiB
-  // growth budget of issue 19 for what admitted requests cost besides their bodies (a 4 MiB
-  // prompt being tokenized, parse buffers: ~50 MiB measured by bench/attack_soak.py).
+  // memory-growth budget of the attack soak for what admitted requests cost besides their
+  // bodies (a 4 MiB prompt being tokenized, parse buffers: ~50 MiB measured by
+  // bench/attack_soak.py).
   size_t max_inflight_body_bytes = size_t{192} << 20;
   // Accepted Host header names (case-insensitive; the port is ignored; IPv6 literals with or
   // without brackets); empty: any. Against DNS rebinding when no API key protects the
