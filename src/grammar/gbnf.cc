@@ -6,19 +6,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/char_class.h"
+
 namespace brisk {
 namespace {
 
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '_';
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 class GbnfParser {
@@ -305,7 +300,7 @@ class GbnfParser {
     }
     uint32_t v = 0;
     for (int k = 0; k < digits; ++k) {
-      const int h = i_ < s_.size() ? HexValue(s_[i_]) : -1;
+      const int h = i_ < s_.size() ? HexDigitValue(s_[i_]) : -1;
       if (h < 0) {
         Fail(fmt::format("'\\{}' needs {} hex digits", e, digits));
         return false;
@@ -322,36 +317,13 @@ class GbnfParser {
   }
 
   uint32_t ParseClass() {
-    ++i_;  // '['
-    bool negate = false;
-    if (i_ < s_.size() && s_[i_] == '^') {
-      negate = true;
-      ++i_;
-    }
-    std::vector<std::pair<uint32_t, uint32_t>> ranges;
-    while (ok()) {
-      if (i_ >= s_.size()) {
-        Fail("unterminated character class");
-        return 0;
-      }
-      if (s_[i_] == ']') {
-        ++i_;
-        break;
-      }
-      uint32_t lo = 0, hi = 0;
-      if (!ParseChar(&lo)) return 0;
-      hi = lo;
-      if (i_ + 1 < s_.size() && s_[i_] == '-' && s_[i_ + 1] != ']') {
-        ++i_;
-        if (!ParseChar(&hi)) return 0;
-        if (hi < lo) {
-          Fail("character range out of order");
-          return 0;
-        }
-      }
-      ranges.emplace_back(lo, hi);
-    }
-    return b_.CodePointClass(std::move(ranges), negate);
+    const CharClassDialect dialect{
+        .read_member = [this](uint32_t* cp, CodePointRanges*) { return ParseChar(cp); },
+        .fail = [this](std::string_view what) { Fail(std::string(what)); },
+    };
+    CharClass c;
+    if (!ParseCharClass(s_, &i_, dialect, &c)) return 0;
+    return b_.CodePointClass(std::move(c.ranges), c.negate);
   }
 
   std::string_view s_;

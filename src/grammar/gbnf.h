@@ -5,9 +5,9 @@
 //
 // Rules are `name ::= alternatives`; names are [A-Za-z0-9_-]+; a rule may
 // span lines (it ends where the next `name ::=` starts). Items: string
-// literals "..." with escapes \n \t \r \\ \" \[ \] \- \xHH \uHHHH
+// literals "..." with escapes \n \t \r \\ \" \[ \] \- \^ \/ \' \xHH \uHHHH
 // \UHHHHHHHH (code points, encoded as UTF-8); character classes [a-z0-9_]
-// and negated [^...] over code points; `.` (any UTF-8 character); rule
+// and negated [^...] over code points (char_class.h); `.` (any UTF-8 character); rule
 // references; groups ( ); `|`; postfix * + ? {m} {m,} {m,n}. The start
 // symbol is `root`.
 //

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "grammar/cfg.h"
+#include "grammar/char_class.h"
 #include "util/status.h"
 #include "util/utf8.h"
 
@@ -30,14 +31,7 @@ struct RegexDialect {
   bool ecma = false;
 };
 
-using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
-
-inline int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+using Ranges = CodePointRanges;
 
 inline bool IsAlnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
@@ -356,8 +350,8 @@ class RegexParser {
     if (e == 'x' && At('{')) {  // \x{H...}
       ++i_;
       int n = 0;
-      while (i_ < s_.size() && HexValue(s_[i_]) >= 0 && n < 8)
-        v = (v << 4) | HexValue(s_[i_++]), ++n;
+      while (i_ < s_.size() && HexDigitValue(s_[i_]) >= 0 && n < 8)
+        v = (v << 4) | HexDigitValue(s_[i_++]), ++n;
       if (n == 0 || !At('}')) {
         Fail("bad '\\x{...}' escape");
         return false;
@@ -365,7 +359,7 @@ class RegexParser {
       ++i_;
     } else {
       for (int k = 0; k < digits; ++k) {
-        const int h = i_ < s_.size() ? HexValue(s_[i_]) : -1;
+        const int h = i_ < s_.size() ? HexDigitValue(s_[i_]) : -1;
         if (h < 0) {
           Fail(fmt::format("'\\{}' needs {} hex digits", e, digits));
           return false;
@@ -395,52 +389,22 @@ class RegexParser {
   }
 
   uint32_t ParseClass() {
-    ++i_;  // '['
-    bool negate = false;
-    if (At('^')) {
-      negate = true;
-      ++i_;
-    }
-    if (dialect_.ecma && At(']')) {  // ECMA-262: "[]" matches nothing, "[^]" anything
-      Unsupported("an empty class '[]' or '[^]'");
-      return 0;
-    }
-    Ranges ranges;
-    bool first = true;
-    while (ok()) {
-      if (i_ >= s_.size()) {
-        Fail("unterminated character class");
+    if (dialect_.ecma) {  // ECMA-262: "[]" matches nothing, "[^]" anything
+      const size_t close = i_ + 1 + (s_.substr(i_ + 1, 1) == "^");
+      if (close < s_.size() && s_[close] == ']') {
+        i_ = close;
+        Unsupported("an empty class '[]' or '[^]'");
         return 0;
       }
-      if (s_[i_] == ']' && !first) {
-        ++i_;
-        break;
-      }
-      first = false;
-      uint32_t lo = 0;
-      Ranges shorthand;
-      if (!ClassMember(&lo, &shorthand)) return 0;
-      if (!shorthand.empty()) {
-        ranges.insert(ranges.end(), shorthand.begin(), shorthand.end());
-        continue;
-      }
-      uint32_t hi = lo;
-      if (i_ + 1 < s_.size() && s_[i_] == '-' && s_[i_ + 1] != ']') {
-        ++i_;
-        Ranges bad;
-        if (!ClassMember(&hi, &bad)) return 0;
-        if (!bad.empty()) {
-          Fail("a class shorthand cannot end a range");
-          return 0;
-        }
-        if (hi < lo) {
-          Fail("character range out of order");
-          return 0;
-        }
-      }
-      ranges.emplace_back(lo, hi);
     }
-    return b_.CodePointClass(std::move(ranges), negate);
+    const CharClassDialect dialect{
+        .read_member = [this](uint32_t* cp, Ranges* set) { return ClassMember(cp, set); },
+        .fail = [this](std::string_view what) { Fail(std::string(what)); },
+        .leading_bracket_is_member = true,
+    };
+    CharClass c;
+    if (!ParseCharClass(s_, &i_, dialect, &c)) return 0;
+    return b_.CodePointClass(std::move(c.ranges), c.negate);
   }
 
   std::string_view s_;
