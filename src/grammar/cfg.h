@@ -106,7 +106,6 @@ class CfgBuilder {
   bool failed() const { return !error_.ok(); }
   size_t num_rules() const { return alts_.size(); }
   const std::string& rule_name(uint32_t r) const { return names_[r]; }
-  bool HasAlts(uint32_t r) const { return !alts_[r].empty(); }
 
   // The grammar with `root` as its start symbol.
   Expected<std::shared_ptr<const CfgGrammar>> Finish(uint32_t root);
