@@ -24,15 +24,6 @@ Status SpeculativeOptions::Validate() const {
   return Status::Ok();
 }
 
-const char* SpeculativeMethodName(SpeculativeOptions::Method m) {
-  switch (m) {
-    case SpeculativeOptions::Method::kNone: return "none";
-    case SpeculativeOptions::Method::kNgram: return "ngram";
-    case SpeculativeOptions::Method::kDraftModel: return "draft";
-  }
-  return "none";
-}
-
 double PrefillTokenWeight(const ModelConfig& cfg) {
   const double d = cfg.d_model, q = static_cast<double>(cfg.n_heads) * cfg.head_dim,
                kv = static_cast<double>(cfg.n_kv_heads) * cfg.head_dim;

@@ -73,8 +73,6 @@ struct SpeculativeOptions {
   Status Validate() const;
 };
 
-const char* SpeculativeMethodName(SpeculativeOptions::Method m);
-
 // The share of a token's multiply-adds outside the output layer: what a
 // prefill position (no logits row) costs relative to a decode position. 0.79
 // for SmolLM2-135M (a 49k vocabulary), 0.37 for Gemma 3 270M (262k).
