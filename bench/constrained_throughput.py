@@ -26,10 +26,9 @@ import threading
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procs import start  # noqa: E402
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+from server_process import ServerProcess  # noqa: E402
 
 SCHEMA = {
     "type": "object",
@@ -202,7 +201,8 @@ def main():
         with open(cfg, "w") as f:
             f.write(f"scheduler: {{grammar_mask_overlap: {args.mask_overlap}}}\n")
         cmd += ["--config", cfg]
-    proc, url = start(cmd)
+    proc = ServerProcess(cmd)
+    url = proc.url
     report = {"cmd": " ".join(cmd), "schema": args.schema, "loadavg_start": os.getloadavg(),
               "runs": []}
     try:
@@ -224,8 +224,7 @@ def main():
                           f"{r['requests']}  err {r['errors']} {r['first_error'] or ''}  load {r['loadavg']:.2f}",
                           file=sys.stderr, flush=True)
     finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+        proc.stop(timeout=60)
     report["loadavg_end"] = os.getloadavg()
 
     print("| concurrency | unconstrained tok/s (runs) | constrained tok/s (runs) | ratio "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prefix affinity vs round-robin across two engine replicas (issue 16).
+"""Prefix affinity vs round-robin across two engine replicas.
 
 Two `brisk serve` replicas of the default model behind `brisk gateway`, one tier.
 The workload is `brisk bench --workload shared-prefix`: a few long system prompts
@@ -17,20 +17,21 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
-from procs import start
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+from server_process import ServerProcess  # noqa: E402
 MODEL = os.path.join(REPO, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 
 
 def run_arm(a, tmp, policy, seed):
-    engines = [start([a.brisk, "serve", "-m", MODEL, "--model-name", "smol", "--port", "0",
-                      "--threads", "1", "--kv-cache", "256MiB"]) for _ in range(2)]
+    engines = [ServerProcess([a.brisk, "serve", "-m", MODEL, "--model-name", "smol", "--port",
+                              "0", "--threads", "1", "--kv-cache", "256MiB"]) for _ in range(2)]
     affinity = "true" if policy == "affinity" else "false"
     pick = "least_loaded" if policy == "affinity" else "round_robin"
     cfg = os.path.join(tmp, f"g-{policy}.yaml")
@@ -40,13 +41,13 @@ def run_arm(a, tmp, policy, seed):
                 "affinity_prefix_bytes: 2048, health_interval_s: 0.5}\n"
                 "tiers:\n  - name: small\n    model: smol\n"
                 "    prices: {input: 0.1, cached_input: 0.01, output: 0.4}\n"
-                "    upstreams: [" + ", ".join(u for _, u in engines) + "]\n")
-    gw, gw_url = start([a.brisk, "gateway", "--config", cfg, "--ledger",
+                "    upstreams: [" + ", ".join(e.url for e in engines) + "]\n")
+    gw = ServerProcess([a.brisk, "gateway", "--config", cfg, "--ledger",
                         os.path.join(tmp, f"l-{policy}-{seed}.db")])
     time.sleep(1.0)
     out = os.path.join(tmp, f"{policy}-{seed}.json")
     try:
-        subprocess.run([a.brisk, "bench", "--url", gw_url, "--endpoint", "chat", "--model",
+        subprocess.run([a.brisk, "bench", "--url", gw.url, "--endpoint", "chat", "--model",
                         "small", "--workload", "shared-prefix", "--prefix-len",
                         str(a.prefix_len), "--num-prefixes", str(a.num_prefixes),
                         "--input-len", "30", "--output-len", "8", "--ignore-eos",
@@ -54,11 +55,9 @@ def run_arm(a, tmp, policy, seed):
                         str(seed), "--quiet", "--label", f"{policy}-{seed}", "--json", out],
                        check=True, stdout=subprocess.DEVNULL)
     finally:
-        gw.terminate()
-        gw.wait()
-        for p, _ in engines:
-            p.terminate()
-            p.wait()
+        gw.stop()
+        for e in engines:
+            e.stop()
     with open(out) as f:
         s = json.load(f)["summary"]
     return {"ttft_p50": s["ttft_ms"]["p50"], "ttft_p95": s["ttft_ms"]["p95"],

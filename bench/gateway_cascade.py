@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The cascade's cost per request and golden-set pass rate, against sending every
-request to the large tier (issue 16; the seeds report -46% cost per generation).
+request to the large tier (the seeds report -46% cost per generation).
 
 Two real engines on this machine: SmolLM2-135M-Instruct (small) and Gemma 3 270M
 (large; the installed file is the pretrained model, so the golden set is text
@@ -26,13 +26,14 @@ import math
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
 
-from procs import start
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+from server_process import ServerProcess  # noqa: E402
 SMOL = os.path.join(REPO, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 GEMMA = os.path.join(REPO, "models", "gemma-3-270m-q4_k_m.gguf")
 GOLDEN = os.path.join(REPO, "bench", "golden", "facts_completion.jsonl")
@@ -101,43 +102,42 @@ def main():
     with open(calib_path, "w") as f:
         for c in calib:
             f.write(json.dumps(c) + "\n")
-    small, small_url = start([a.brisk, "serve", "-m", SMOL, "--port", "0", "--threads", "1",
-                              "--kv-cache", "64MiB"])
-    large, large_url = start([a.brisk, "serve", "-m", GEMMA, "--port", "0", "--threads", "1",
-                              "--kv-cache", "64MiB"])
+    small = ServerProcess([a.brisk, "serve", "-m", SMOL, "--port", "0", "--threads", "1",
+                           "--kv-cache", "64MiB"])
+    large = ServerProcess([a.brisk, "serve", "-m", GEMMA, "--port", "0", "--threads", "1",
+                           "--kv-cache", "64MiB"])
     result = {"prices_per_mtok": PRICES, "calibration_cases": len(calib),
               "evaluation_cases": len(evaluation), "arms": {}}
     procs = []
     try:
         cfg = os.path.join(tmp, "plain.yaml")
-        write_config(cfg, small_url, large_url)
-        gw, gw_url = start([a.brisk, "gateway", "--config", cfg, "--ledger",
+        write_config(cfg, small.url, large.url)
+        gw = ServerProcess([a.brisk, "gateway", "--config", cfg, "--ledger",
                             os.path.join(tmp, "plain.db")])
         procs.append(gw)
         time.sleep(1)
         for arm in ("large", "small"):
-            result["arms"][arm] = run_arm(gw_url, arm, evaluation)
+            result["arms"][arm] = run_arm(gw.url, arm, evaluation)
         calib_cfg = os.path.join(tmp, "calibrate.yaml")
-        write_config(calib_cfg, small_url, large_url, 0)  # the cascade's tiers, threshold off
+        write_config(calib_cfg, small.url, large.url, 0)  # the cascade's tiers, threshold off
         for share in [float(s) for s in a.shares.split(",")]:
             out = subprocess.run([a.brisk, "gateway", "--config", calib_cfg, "calibrate", "--golden",
                                   calib_path, "--target-share", str(share)],
                                  capture_output=True, text=True, check=True)
             threshold = float(re.search(r"min_mean_logprob: (\S+)", out.stdout).group(1))
             ccfg = os.path.join(tmp, f"cascade-{share}.yaml")
-            write_config(ccfg, small_url, large_url, threshold)
-            cgw, cgw_url = start([a.brisk, "gateway", "--config", ccfg, "--ledger",
-                                  os.path.join(tmp, f"cascade-{share}.db")])
+            write_config(ccfg, small.url, large.url, threshold)
+            cgw = ServerProcess([a.brisk, "gateway", "--config", ccfg, "--ledger",
+                                 os.path.join(tmp, f"cascade-{share}.db")])
             procs.append(cgw)
             time.sleep(1)
-            arm = run_arm(cgw_url, "auto", evaluation)
+            arm = run_arm(cgw.url, "auto", evaluation)
             arm["threshold"] = threshold
             arm["calibrate_output"] = out.stdout
             result["arms"][f"cascade@{share:g}"] = arm
     finally:
         for p in procs + [small, large]:
-            p.terminate()
-            p.wait()
+            p.stop()
     base = result["arms"]["large"]["cost_per_request_usd"]
     for arm in result["arms"].values():
         arm["cost_vs_large"] = arm["cost_per_request_usd"] / base if base else None

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What `brisk gateway` adds to TTFT and end-to-end latency (issue 16).
+"""What `brisk gateway` adds to TTFT and end-to-end latency.
 
 One instant upstream (`brisk canned-upstream`: no inference, it answers every
 request at once with max_tokens pieces) and a gateway in front of it (one tier,
@@ -19,12 +19,13 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
-from procs import start
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+from server_process import ServerProcess  # noqa: E402
 
 
 
@@ -55,7 +56,7 @@ def main():
                                                   "gateway_overhead.json"))
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="brisk-gw-bench-")
-    up, up_url = start([a.brisk, "canned-upstream", "--port", "0", "--model", "canned"])
+    up = ServerProcess([a.brisk, "canned-upstream", "--port", "0", "--model", "canned"])
     cfg = os.path.join(tmp, "gateway.yaml")
     with open(cfg, "w") as f:
         f.write("server: {port: 0, http_threads: 1}\n"
@@ -63,8 +64,8 @@ def main():
                 "replicas: {health_interval_s: 1}\n"
                 "tiers:\n  - name: canned\n    model: canned\n"
                 "    prices: {input: 0.1, cached_input: 0.01, output: 0.4}\n"
-                f"    upstreams: [{{url: \"{up_url}\", type: openai}}]\n")
-    gw, gw_url = start([a.brisk, "gateway", "--config", cfg, "--ledger",
+                f"    upstreams: [{{url: \"{up.url}\", type: openai}}]\n")
+    gw = ServerProcess([a.brisk, "gateway", "--config", cfg, "--ledger",
                         os.path.join(tmp, "ledger.db")])
     time.sleep(1.5)
     results = {"rates": {}, "load_before": os.getloadavg(), "cpus": os.cpu_count()}
@@ -74,7 +75,7 @@ def main():
             rounds = []
             for r in range(a.rounds):
                 pair = {}
-                order = [("direct", up_url), ("gateway", gw_url)]
+                order = [("direct", up.url), ("gateway", gw.url)]
                 if r % 2:
                     order.reverse()
                 for name, url in order:
@@ -95,10 +96,8 @@ def main():
                                            "median_added_ms": med}
     finally:
         results["load_after"] = os.getloadavg()
-        gw.terminate()
-        up.terminate()
-        gw.wait()
-        up.wait()
+        gw.stop()
+        up.stop()
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(results, f, indent=1)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Greedy path agreement with the exact model (issue 13, "greedy-path").
+"""Greedy path agreement with the exact model.
 
-The issue's reading: on 124 prompts, Brisk's greedy continuations of the
+The first reading: on 124 prompts, Brisk's greedy continuations of the
 default model stayed on the exact model's path for 52% of their length on
 average, llama.cpp's for 59%. This measures it and splits the error:
 
@@ -40,16 +40,14 @@ import glob
 import json
 import os
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procs import start  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from server_process import ServerProcess, free_port  # noqa: E402
 
 MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 EXACT = os.path.join(os.path.expanduser("~"), ".cache", "brisk", "kld",
@@ -132,48 +130,20 @@ def llama_generate(base, prompt, max_tokens, ignore_eos):
     return tokens
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_llama(threads):
     exe = os.path.join(LLAMA_BIN, "llama-server")
     if not os.path.exists(exe):
-        return None, None
+        return None
     port = free_port()
-    p = subprocess.Popen([exe, "-m", MODEL, "-t", str(threads), "-tb", str(threads), "-c", "2048",
+    return ServerProcess([exe, "-m", MODEL, "-t", str(threads), "-tb", str(threads), "-c", "2048",
                           "-np", "1", "--host", "127.0.0.1", "--port", str(port), "--no-webui"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(120):
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return p, base
-        except OSError:
-            pass
-        if p.poll() is not None:
-            break
-        time.sleep(0.5)
-    p.kill()
-    sys.exit("llama-server did not start")
-
-
-def stop(p):
-    p.terminate()
-    try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+                         port=port, ready_path="/health", timeout=60)
 
 
 def run_config(name, a, ps):
     t0 = time.time()
     if name == "llama.cpp":
-        p, base = start_llama(a.threads)
+        p = start_llama(a.threads)
         if p is None:
             print("llama-server not found; skipping llama.cpp", file=sys.stderr)
             return None
@@ -182,13 +152,13 @@ def run_config(name, a, ps):
         model, extra = BRISK_CONFIGS[name]
         if not os.path.exists(model):
             sys.exit(f"missing {model} (bench/kld_vs_llamacpp.py makes the F32 copy)")
-        p, base = start([a.brisk, "serve", "--model", model, "--port", "0",
-                         "--threads", str(a.threads)] + extra)
+        p = ServerProcess([a.brisk, "serve", "--model", model, "--port", "0",
+                           "--threads", str(a.threads)] + extra)
         gen = brisk_generate
     try:
-        outs = [gen(base, q, a.max_tokens, True) for q in ps]
+        outs = [gen(p.url, q, a.max_tokens, True) for q in ps]
     finally:
-        stop(p)
+        p.stop(timeout=10)
     print(f"{name}: {len(ps)} prompts in {time.time() - t0:.0f} s", file=sys.stderr)
     return outs
 

@@ -21,8 +21,9 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procs import start  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tools"))
+from server_process import ServerProcess  # noqa: E402
 
 
 def main():
@@ -43,10 +44,10 @@ def main():
                "--precision", p, "--kv-precision", kv]
         cmd += ["--model", args.model] if args.model else []
         cmd += [] if (p, kv) == ("native", "f16") else ["--allow-ungated"]
-        proc, url = start(cmd)
+        proc = ServerProcess(cmd)
         try:
             with tempfile.NamedTemporaryFile(suffix=".json") as out:
-                r = subprocess.run([args.brisk, "eval", "golden", "--set", args.set, "--url", url,
+                r = subprocess.run([args.brisk, "eval", "golden", "--set", args.set, "--url", proc.url,
                                     "--json", out.name,
                                     *(["--model-file", args.model] if args.model else [])],
                                    capture_output=True, text=True, timeout=1800)
@@ -54,8 +55,7 @@ def main():
                     sys.exit(f"brisk eval failed for {p}: {r.stderr}")
                 rep = json.load(open(out.name))
         finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+            proc.stop(timeout=60)
         rows.append((p if kv == "f16" else f"kv {kv}", rep))
     base = rows[0][1]["pass_rate"] if rows else 0
     print(f"Golden set `{os.path.relpath(args.set, root)}`, {rows[0][1]['model']}\n")

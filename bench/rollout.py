@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two numbers of the gateway's rollouts (issue 17).
+"""Two numbers of the gateway's rollouts.
 
 1. What shadow traffic costs the callers. `brisk bench` sends the same
    open-loop Poisson load through the gateway to a real `brisk serve`
@@ -34,11 +34,11 @@ import tempfile
 import time
 import urllib.request
 
-from procs import start
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+sys.path.insert(0, os.path.join(REPO, "tools"))
 from fault_proxy import FaultProxy  # noqa: E402
+from server_process import ServerProcess  # noqa: E402
 
 SMOL = os.path.join(REPO, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 FACTS = os.path.join(REPO, "bench", "golden", "facts_completion.jsonl")
@@ -72,10 +72,10 @@ def gateway(brisk, tmp, baseline_url, name, judge_url=None):
                 "    prices: {input: 0.1, cached_input: 0.02, output: 0.4}\n"
                 f"    upstreams: [{baseline_url}]\n" + judge_tier +
                 f"rollout: {{admin_key: {ADMIN}, tick_s: 0.1}}\n")
-    p, url = start([brisk, "gateway", "--config", cfg, "--ledger",
-                    os.path.join(tmp, f"{name}.db")])
+    p = ServerProcess([brisk, "gateway", "--config", cfg, "--ledger",
+                       os.path.join(tmp, f"{name}.db")])
     time.sleep(1.5)
-    return p, url
+    return p
 
 
 def bench(brisk, url, rate, n, label, out_json):
@@ -90,12 +90,12 @@ def bench(brisk, url, rate, n, label, out_json):
 
 
 def shadow_cost(a, tmp, judge_elsewhere):
-    base, base_url = start([a.brisk, "serve", "--model", SMOL, "--model-name", "smol", "--port",
-                            "0", "--threads", "1", "--kv-cache", "64MiB"])
-    cand, cand_url = start([a.brisk, "canned-upstream", "--port", "0", "--model", "canned"])
-    gw, gw_url = gateway(a.brisk, tmp, base_url, f"shadow-{judge_elsewhere}",
-                         cand_url if judge_elsewhere else None)
-    spec = {"tier": "small", "upstreams": [{"url": cand_url, "type": "openai"}],
+    base = ServerProcess([a.brisk, "serve", "--model", SMOL, "--model-name", "smol", "--port",
+                          "0", "--threads", "1", "--kv-cache", "64MiB"])
+    cand = ServerProcess([a.brisk, "canned-upstream", "--port", "0", "--model", "canned"])
+    gw = gateway(a.brisk, tmp, base.url, f"shadow-{judge_elsewhere}",
+                 cand.url if judge_elsewhere else None)
+    spec = {"tier": "small", "upstreams": [{"url": cand.url, "type": "openai"}],
             "gate_report": {"gate_passed": True, "model": "canned",
                             "note": "written by bench/rollout.py for the canned stand-in"},
             "shadow": {"share": 1.0, "duration_s": 3600, "min_pairs": 1}}
@@ -107,16 +107,16 @@ def shadow_cost(a, tmp, judge_elsewhere):
             order = ["off", "on"] if r % 2 == 0 else ["on", "off"]
             for mode in order:
                 if mode == "on":
-                    st, body = admin(gw_url, "POST", "/admin/rollouts", spec)
+                    st, body = admin(gw.url, "POST", "/admin/rollouts", spec)
                     assert st == 201, body
-                pair[mode] = bench(a.brisk, gw_url, a.rate, n, f"{mode}-{r}",
+                pair[mode] = bench(a.brisk, gw.url, a.rate, n, f"{mode}-{r}",
                                    os.path.join(tmp, f"{mode}-{r}.json"))
                 if mode == "on":
-                    st, status = admin(gw_url, "GET", "/admin/rollouts")
+                    st, status = admin(gw.url, "GET", "/admin/rollouts")
                     pair["shadow_requests"] = status["data"][0]["candidate"]["requests"]
                     pair["judged"] = status["data"][0]["judge"]["pairs"]
                     pair["judge_skipped_busy"] = status["judge_skipped_busy"]
-                    admin(gw_url, "POST", "/admin/rollouts/abort", {"tier": "small"})
+                    admin(gw.url, "POST", "/admin/rollouts/abort", {"tier": "small"})
             pair["ratio"] = {k: pair["on"][k] / pair["off"][k] for k in ("ttft_p95", "e2e_p95")}
             rounds.append(pair)
             print(f"round {r + 1}: TTFT p95 off {pair['off']['ttft_p95']:.1f} ms on "
@@ -126,8 +126,7 @@ def shadow_cost(a, tmp, judge_elsewhere):
                   flush=True)
     finally:
         for p in (gw, cand, base):
-            p.terminate()
-            p.wait()
+            p.stop()
     return {"requests_per_round": n, "rate": a.rate, "rounds": rounds,
             "median_ratio": {k: statistics.median(p["ratio"][k] for p in rounds)
                              for k in ("ttft_p95", "e2e_p95")}}
@@ -153,18 +152,18 @@ def one_request(client, structured, i):
 def rollback_time(a, tmp):
     import openai
     gates = os.path.join(tmp, "gates")
-    base, base_url = start([a.brisk, "serve", "--model", SMOL, "--model-name", "smol", "--port",
-                            "0", "--threads", "1", "--kv-cache", "64MiB"])
-    cand, cand_url = start([a.brisk, "serve", "--model", SMOL, "--model-name", "smol", "--port",
-                            "0", "--threads", "1", "--kv-cache", "64MiB", "--precision", "int8",
-                            "--allow-ungated", "--gate-dir", gates])
+    base = ServerProcess([a.brisk, "serve", "--model", SMOL, "--model-name", "smol", "--port",
+                          "0", "--threads", "1", "--kv-cache", "64MiB"])
+    cand = ServerProcess([a.brisk, "serve", "--model", SMOL, "--model-name", "smol", "--port",
+                          "0", "--threads", "1", "--kv-cache", "64MiB", "--precision", "int8",
+                          "--allow-ungated", "--gate-dir", gates])
     golden = os.path.join(tmp, "facts.jsonl")
     with open(golden, "w") as f:
         f.write("\n".join(open(FACTS).read().splitlines()[:4]) + "\n")
     with open(os.path.join(tmp, "facts.gate.yaml"), "w") as f:
         f.write("min_pass_rate: 0.0\nmax_kld: 0.05\nmin_same_top1: 0.85\nkld_ctx: 128\n"
                 "kld_chunks: 1\n")
-    subprocess.run([a.brisk, "eval", "golden", "--set", golden, "--url", cand_url, "--save-gate",
+    subprocess.run([a.brisk, "eval", "golden", "--set", golden, "--url", cand.url, "--save-gate",
                     gates, "--kld-threads", "2"], check=True, capture_output=True)
     report = json.load(open([os.path.join(gates, x) for x in os.listdir(gates)][0]))
     out = {}
@@ -175,9 +174,9 @@ def rollback_time(a, tmp):
                                       "tpot_p95_ratio": 100})):
             reps = []
             for rep in range(a.reps):
-                gw, gw_url = gateway(a.brisk, tmp, base_url, f"rb-{mode}-{rep}")
-                proxy = FaultProxy(int(cand_url.rsplit(":", 1)[1]))
-                client = openai.OpenAI(base_url=gw_url + "/v1", api_key="none", max_retries=0)
+                gw = gateway(a.brisk, tmp, base.url, f"rb-{mode}-{rep}")
+                proxy = FaultProxy(cand.port)
+                client = openai.OpenAI(base_url=gw.url + "/v1", api_key="none", max_retries=0)
                 stop, failures, sent = [False], [0], [0]
 
                 def loop(w):
@@ -190,7 +189,7 @@ def rollback_time(a, tmp):
 
                 pool = concurrent.futures.ThreadPoolExecutor(2)
                 futs = [pool.submit(loop, w) for w in range(2)]
-                st, ro = admin(gw_url, "POST", "/admin/rollouts", {
+                st, ro = admin(gw.url, "POST", "/admin/rollouts", {
                     "tier": "small", "upstreams": [proxy.url], "gate_report": report,
                     "shadow": {"share": 0}, "canary": [{"share": 0.5, "duration_s": 600}],
                     "thresholds": thresholds})
@@ -202,7 +201,7 @@ def rollback_time(a, tmp):
                 entry = None
                 while time.time() < fault_at + 60 and entry is None:
                     time.sleep(0.1)
-                    _, audit = admin(gw_url, "GET", "/admin/audit")
+                    _, audit = admin(gw.url, "GET", "/admin/audit")
                     entry = next((e for e in audit["data"] if e["action"] == "rollback"), None)
                 time.sleep(1)
                 stop[0] = True
@@ -210,8 +209,7 @@ def rollback_time(a, tmp):
                     fu.result()
                 pool.shutdown()
                 proxy.stop()
-                gw.terminate()
-                gw.wait()
+                gw.stop()
                 secs = entry["time_unix_ms"] / 1000 - fault_at if entry else None
                 reps.append({"fault_to_rollback_s": secs, "metric": entry and entry["metric"],
                              "value": entry and entry["value"], "limit": entry and entry["limit"],
@@ -223,8 +221,7 @@ def rollback_time(a, tmp):
             out[mode] = reps
     finally:
         for p in (cand, base):
-            p.terminate()
-            p.wait()
+            p.stop()
     return out
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Serving scenarios for the scheduler and prefix-cache issues, measured with
+"""Serving scenarios for the scheduler and the prefix cache, measured with
 `brisk bench` (C++, asynchronous, streaming) against `brisk serve`, each pair of
 configurations one after the other in the same run.
 
@@ -18,50 +18,29 @@ import argparse
 import json
 import os
 import pathlib
-import re
-import signal
 import subprocess
 import sys
 import time
-import urllib.request
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import batching_bound  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "tools"))
+import batching_bound  # noqa: E402
+from server_process import ServerProcess  # noqa: E402
+
 BRISK = os.environ.get("BRISK_BIN", str(REPO / "build" / "brisk"))
 OUT = REPO / "bench" / "results" / "serve_scenarios"
 
 
-class Server:
-    def __init__(self, args, label):
-        self.label = label
-        cmd = [BRISK, "serve", "--port", "0"] + args
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"http://([^:]+):(\d+)", line)
-        if not m:
-            raise RuntimeError(f"server failed: {line} {self.proc.stderr.read()}")
-        self.url = f"http://{m.group(1)}:{m.group(2)}"
-        self.cmd = " ".join(["brisk"] + cmd[1:])
+class Server(ServerProcess):
+    """`brisk serve` on a free port with these arguments."""
 
-    def metric(self, name, labels=""):
-        text = urllib.request.urlopen(self.url + "/metrics", timeout=10).read().decode()
-        total = None
-        for line in text.splitlines():
-            if line.startswith(name + (labels and "{")) or line.startswith(name + " "):
-                if labels and labels not in line:
-                    continue
-                total = (total or 0) + float(line.split()[-1])
-        return total
+    def __init__(self, args, label):
+        super().__init__([BRISK, "serve", "--port", "0"] + args, name=label)
+        self.cmd_line = " ".join(["brisk"] + self.cmd[1:])
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        return super().stop(timeout=60)
 
 
 def bench(server, out_json, args, label):
@@ -156,7 +135,7 @@ def scheduler(threads, model=None, workload="mixed", kv_cache=None):
         }
         curve_shape = {}
     else:
-        # Decode-heavy (issue 12): short prompts, long outputs, 64 requests, 16
+        # Decode-heavy: short prompts, long outputs, 64 requests, 16
         # concurrent users (four requests per slot; on the 1B shape a run takes
         # about four minutes per policy).
         desc = "prompts lognormal median 100 (sigma 0.3) in 64..160"
@@ -191,7 +170,7 @@ def scheduler(threads, model=None, workload="mixed", kv_cache=None):
                 s.stop()
             results[label] = r
             lines.append(row(label, r, f" {100 * waste:.2f}% |"))
-            print(f"server: {s.cmd}\nbench:  {r['_cmd']}", file=sys.stderr)
+            print(f"server: {s.cmd_line}\nbench:  {r['_cmd']}", file=sys.stderr)
         ratio = (results["continuous"]["summary"]["total_token_throughput"]
                  / results["static"]["summary"]["total_token_throughput"])
         lines.append(f"\nContinuous / static total-token throughput: **{ratio:.2f}x**")

@@ -1,6 +1,6 @@
-#!/ usr / bin / env python3
+#!/usr/bin/env python3
 """llama.cpp's greedy continuations of the Gemma 3 reference prompts, on the
-model's weights dequantized to f32 (the method of issue 2: every weight is
+model's weights dequantized to f32 (every weight is
 exactly the value the quantized file encodes, and neither engine rounds
 activations, so two implementations can agree closely).
 
@@ -15,12 +15,12 @@ token, which is recorded). Writes tests/fixtures/gemma3_llamacpp_f32.json.
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
+
+from server_process import ServerProcess, free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "models", "gemma-3-270m-q4_k_m.gguf")
@@ -33,12 +33,6 @@ def llama_bin():
     out = subprocess.run(["bash", os.path.join(ROOT, "bench", "llamacpp", "build.sh")],
                          capture_output=True, text=True, check=True).stdout
     return out.strip().splitlines()[-1]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def post(port, path, body):
@@ -56,16 +50,10 @@ def main():
         subprocess.run([f"{bindir}/llama-quantize", "--allow-requantize", MODEL, f32, "F32"],
                        check=True, capture_output=True)
         port = free_port()
-        server = subprocess.Popen([f"{bindir}/llama-server", "-m", f32, "--port", str(port),
-                                   "-t", "2", "-c", "2048", "-np", "1"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = ServerProcess([f"{bindir}/llama-server", "-m", f32, "--port", str(port), "-t",
+                                "2", "-c", "2048", "-np", "1"], port=port, ready_path="/health",
+                               timeout=300)
         try:
-            for _ in range(600):
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
-                        break
-                except OSError:
-                    time.sleep(0.2)
             out = []
             for p in prompts:
                 r = post(port, "/completion", {"prompt": p["tokens"], "n_predict": N_PREDICT,
@@ -76,8 +64,7 @@ def main():
                                                               "stop_type": r.get("stop_type")}})
                 print(len(out), len(r["tokens"]), repr(r["content"][:40]), file=sys.stderr)
         finally:
-            server.terminate()
-            server.wait(30)
+            server.stop()
     meta = {"description": "llama.cpp greedy continuations on Gemma 3 270M dequantized to F32 "
                            "(tools/make_gemma3_llamacpp_fixture.py)",
             "llama_cpp": os.path.basename(os.path.dirname(bindir)), "n_predict": N_PREDICT}

@@ -6,20 +6,17 @@ import http.client
 import http.server
 import json
 import pathlib
-import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
 
 import openai
 import pytest
 
 from conftest import skip_or_fail
+from server_process import ServerProcess, free_port
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SMOL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -36,66 +33,10 @@ def variant_model():
     return SMOL_Q8
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Proc:
-    """A process that prints its URL on its first stdout line."""
-
-    def __init__(self, cmd, name):
-        self.cmd, self.name = cmd, name
-        self.stdout_lines, self.stderr_lines = [], []
-        self.start()
-
-    def start(self):
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"http://([^:]+):(\d+)", line)
-        if not m:
-            err = self.proc.stderr.read()
-            self.proc.kill()
-            raise RuntimeError(f"{self.name} did not start: {line!r} {err!r}")
-        self.port = int(m.group(2))
-        self.url = f"http://127.0.0.1:{self.port}"
-        for pipe, sink in ((self.proc.stdout, self.stdout_lines),
-                           (self.proc.stderr, self.stderr_lines)):
-            threading.Thread(target=self._drain, args=(pipe, sink), daemon=True).start()
-
-    @staticmethod
-    def _drain(pipe, sink):
-        for line in pipe:
-            sink.append(line)
-
-    def get(self, path, timeout=10, headers=None):
-        req = urllib.request.Request(self.url + path, headers=headers or {})
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def alive(self):
-        return self.proc.poll() is None
-
-
 def start_engine(brisk_bin, model, name, port=0, threads=1):
     cmd = [brisk_bin, "serve", "--model", str(model), "--model-name", name, "--port", str(port),
            "--threads", str(threads), "--kv-cache", "64MiB"]
-    return Proc(cmd, f"engine {name}")
+    return ServerProcess(cmd, f"engine {name}")
 
 
 def write_gateway_config(path, tiers, extra=""):
@@ -111,8 +52,8 @@ def write_gateway_config(path, tiers, extra=""):
 
 
 def start_gateway(brisk_bin, config_path, ledger):
-    return Proc([brisk_bin, "gateway", "--config", str(config_path), "--ledger", str(ledger)],
-                "gateway")
+    return ServerProcess([brisk_bin, "gateway", "--config", str(config_path), "--ledger",
+                          str(ledger)], "gateway")
 
 
 def wait_models_known(gw, n_tiers, timeout=30, headers=None):

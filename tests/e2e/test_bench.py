@@ -2,82 +2,17 @@
 server, and the JSON result checked for completeness and consistency (request
 counts, token counts that match the server's usage).
 
-The server is, in order:
-  1. $BRISK_SERVER_URL, if set (any OpenAI-compatible server: `brisk serve`,
-     llama-server, vLLM);
-  2. `brisk serve` started by start_brisk_server() below;
-  3. neither: the server tests are skipped. The flag-handling tests always run.
+The server is $BRISK_SERVER_URL if set (any OpenAI-compatible server: `brisk
+serve`, llama-server, vLLM), otherwise a `brisk serve` the server_url fixture
+starts.
 """
 import json
 import os
-import queue
-import re
-import socket
 import subprocess
-import tempfile
-import threading
-import time
-import urllib.request
 
 import pytest
 
-from conftest import skip_or_fail
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_ok(url, timeout=2):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status == 200
-    except Exception:
-        return False
-
-
-def start_brisk_server(brisk_bin, model):
-    """Starts `brisk serve` on a free port; returns (url, process) or None.
-
-    `brisk serve --model PATH --threads N --port 0` picks a free port and prints "... serving MODEL on
-    http://HOST:PORT ..." on stdout; ready when GET /health or /v1/models
-    answers 200.
-    """
-    probe = subprocess.run([brisk_bin, "--help"], capture_output=True, text=True)
-    if not any(line.split()[:1] == ["serve"] for line in probe.stdout.splitlines()):
-        return None  # no `serve` subcommand in this build yet
-    # stderr to a file, stdout drained by a thread: a full pipe would stall the server.
-    log = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen(
-        [brisk_bin, "serve", "--model", model, "--threads", "1", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=log, text=True)
-    found = queue.Queue()
-
-    def read_stdout():
-        for line in proc.stdout:
-            m = re.search(r"\bon (http://[^\s)]+)", line)
-            if m:
-                found.put(m.group(1).rstrip("/"))
-
-    threading.Thread(target=read_stdout, daemon=True).start()
-    deadline = time.time() + 120
-    url = None
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            log.seek(0)
-            pytest.fail(f"brisk serve exited with {proc.returncode}: {log.read()[-2000:]}")
-        if url is None:
-            try:
-                url = found.get(timeout=0.5)
-            except queue.Empty:
-                continue
-        if http_ok(url + "/health") or http_ok(url + "/v1/models"):
-            return url, proc
-        time.sleep(0.5)
-    proc.kill()
-    pytest.fail(f"brisk serve did not become ready in 120 s (url: {url})")
+from server_process import ServerProcess, free_port
 
 
 @pytest.fixture(scope="module")
@@ -85,16 +20,10 @@ def server_url(brisk_bin, default_model):
     if os.environ.get("BRISK_SERVER_URL"):
         yield os.environ["BRISK_SERVER_URL"].rstrip("/")
         return
-    started = start_brisk_server(brisk_bin, default_model)
-    if started is None:
-        skip_or_fail("no server: set BRISK_SERVER_URL or build `brisk serve`")
-    url, proc = started
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    server = ServerProcess([brisk_bin, "serve", "--model", default_model, "--threads", "1",
+                            "--port", "0"], ready_path="/health")
+    yield server.url
+    server.stop(timeout=10)
 
 
 def bench(brisk_bin, *args, timeout=300):

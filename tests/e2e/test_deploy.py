@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from conftest import MODEL_ID, BriskServer, skip_or_fail
-from gateway_util import (free_port, start_engine, start_gateway, wait_models_known,
-                          write_gateway_config)
+from gateway_util import start_engine, start_gateway, wait_models_known, write_gateway_config
+from server_process import ServerProcess, free_port
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -358,37 +358,33 @@ def test_keda_queries_answer_on_real_prometheus(rendered, stack, tmp_path):
           "__meta_kubernetes_pod_label_tier": "small"},
          {"__meta_kubernetes_pod_label_app_kubernetes_io_component": "gateway"}])))
     port = free_port()
-    log = tmp_path / "prometheus.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [prometheus, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{port}"], stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    prom = ServerProcess(
+        [prometheus, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{port}"], port=port, ready_path="/-/ready", timeout=60)
     small = by_name(rendered, "ScaledObject", "brisk-engine-small")
     triggers = {t["name"]: t["metadata"]["query"] for t in small["spec"]["triggers"]}
     try:
         deadline = time.time() + 60
         answered = {}
         while time.time() < deadline and len(answered) < len(triggers):
-            assert proc.poll() is None, log.read_text()[-3000:]
+            assert prom.alive(), prom.log_tail()
             chat_through(gw)  # TTFT observations between scrapes give rate() a slope
             try:
                 for name, q in triggers.items():
-                    r = prom_query(base, q)
+                    r = prom_query(prom.url, q)
                     if len(r) == 1 and r[0]["value"][1] not in ("NaN", "+Inf"):
                         answered[name] = float(r[0]["value"][1])
             except OSError:
                 pass
             time.sleep(1)
-        assert set(answered) == set(triggers), (answered, log.read_text()[-3000:])
+        assert set(answered) == set(triggers), (answered, prom.log_tail())
         assert answered["queue-depth"] >= 0 and answered["desired-replicas"] >= 0
         assert answered["ttft-p95"] > 0
         # The gateway's series arrive too, without a tier target label of
         # their own (their tier label is the gateway's).
-        assert prom_query(base, 'brisk_gateway_requests_total{namespace="brisk",tier="small"}')
+        assert prom_query(prom.url, 'brisk_gateway_requests_total{namespace="brisk",tier="small"}')
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        prom.stop(signal.SIGKILL)
 
 
 def test_render_refuses_a_model_without_a_volume(tmp_path):

@@ -18,6 +18,7 @@ from conftest import TIME_SCALE, skip_or_fail
 from gateway_util import (PRICES, SchemaBlindUpstream, client, cost_of, engines,  # noqa: F401
                           gateway, sqlite_rows, start_gateway, stream_raw, tier_of,
                           wait_models_known, write_gateway_config)
+from server_process import ServerProcess
 
 MSG = [{"role": "user", "content": "Name a color."}]
 
@@ -432,9 +433,9 @@ def test_429_from_every_replica_answers_429_with_the_smallest_retry_after(brisk_
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text("scheduler: {max_concurrent_sequences: 1}\n"
                    "limits: {max_queue_interactive: 1}\n")
-    from gateway_util import Proc
-    engines = [Proc([brisk_bin, "serve", "--config", str(cfg), "--port", "0", "--threads", "1",
-                     "--kv-cache", "32MiB"], "tiny engine") for _ in range(2)]
+    engines = [ServerProcess([brisk_bin, "serve", "--config", str(cfg), "--port", "0",
+                              "--threads", "1", "--kv-cache", "32MiB"], "tiny engine")
+               for _ in range(2)]
     try:
         gcfg = write_gateway_config(tmp_path / "g.yaml",
                                     [("small", [e.url for e in engines], PRICES["small"])])

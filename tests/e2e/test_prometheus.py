@@ -10,9 +10,6 @@ import math
 import os
 import shutil
 import signal
-import socket
-import subprocess
-import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -20,14 +17,9 @@ import urllib.request
 import pytest
 
 from conftest import skip_or_fail, MODEL_ID
+from server_process import ServerProcess, free_port
 
 PROMETHEUS = os.environ.get("PROMETHEUS_BIN") or shutil.which("prometheus") or "/usr/bin/prometheus"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http_json(url, timeout=5):
@@ -52,33 +44,14 @@ def prometheus(brisk_server, tmp_path):
         "    metrics_path: /metrics\n"
         "    static_configs:\n"
         f"      - targets: ['{brisk_server.host}:{brisk_server.port}']\n")
-    log = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen(
+    proc = ServerProcess(
         [PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
          f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1h"],
-        stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+        port=port, ready_path="/-/ready", timeout=30)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"prometheus exited with {proc.returncode}: {log.read()[-3000:]}")
-            try:
-                with urllib.request.urlopen(base + "/-/ready", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                log.seek(0)
-                pytest.fail(f"prometheus not ready in 30 s: {log.read()[-3000:]}")
-            time.sleep(0.2)
-        yield base, log
+        yield proc.url
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        log.close()
+        proc.stop(signal.SIGKILL)
 
 
 def query(base, promql):
@@ -108,7 +81,7 @@ def poll(base, promql, pred, timeout):
 
 
 def test_prometheus_scrapes_brisk(brisk_server, prometheus):
-    base, log = prometheus
+    base = prometheus
     job = '{job="brisk"}'
     # The first scrape succeeded: the whole exposition parsed.
     poll(base, f"up{job}", lambda v: v == 1, 20)

@@ -1,4 +1,4 @@
-"""Rollouts through the gateway end to end (issue 17), with real processes on
+"""Rollouts through the gateway end to end, with real processes on
 loopback: the native SmolLM2 `brisk serve` as the baseline of tier "small",
 an int8 `brisk serve` of the same file as the quantized candidate (its
 golden-set gate report made by `brisk eval golden --save-gate`), and
@@ -21,7 +21,8 @@ import openai
 import pytest
 
 from fault_proxy import FaultProxy
-from gateway_util import SMOL, Proc, sqlite_rows, start_gateway
+from gateway_util import SMOL, sqlite_rows, start_gateway
+from server_process import ServerProcess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FACTS = os.path.join(ROOT, "bench", "golden", "facts_completion.jsonl")
@@ -29,9 +30,9 @@ ADMIN = "admin-secret-for-tests"
 
 
 def serve(brisk_bin, gates, *args):
-    return Proc([brisk_bin, "serve", "--model", str(SMOL), "--model-name", "smol", "--port", "0",
-                 "--threads", "1", "--kv-cache", "64MiB", "--gate-dir", str(gates), *args],
-                "engine")
+    return ServerProcess([brisk_bin, "serve", "--model", str(SMOL), "--model-name", "smol",
+                          "--port", "0", "--threads", "1", "--kv-cache", "64MiB", "--gate-dir",
+                          str(gates), *args], "engine")
 
 
 def rollout(brisk_bin, gw, *args):

@@ -438,7 +438,7 @@ def test_sigterm_drains(make_server):
         rc = server.proc.wait(20)
     except Exception:
         pytest.fail("the server did not exit after its last request finished")
-    assert rc == 0, server.proc.stderr.read()
+    assert rc == 0, "".join(server.stderr_lines)
 
 
 def test_sigterm_grace_expires(make_server):
