@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The front door under attack (issue 19): a bounded soak against `brisk serve`.
+"""The front door under attack: a bounded soak against `brisk serve`.
 
   BRISK_BIN=build/brisk python3 bench/attack_soak.py [--seconds 120] [--check]
 
@@ -8,7 +8,7 @@ Two phases, each on a fresh server with the default configuration plus
 one key configured (so stalled uploads without a key meet the key check before
 the body). Each phase measures a baseline with no attack (a /health poller
 every 10 ms, a normal `openai` client sending chats), then runs every attack
-kind of issue 19 round-robin from a few attacker threads for half of
+kind of tests/e2e/attacks.py round-robin from a few attacker threads for half of
 --seconds while the same measurements go on, with /metrics polled every
 100 ms for the number of running sequences and /proc for the server's RSS.
 The attack code is tests/e2e/attacks.py, shared with the hardening tests.
@@ -182,7 +182,7 @@ class Sampler(threading.Thread):
 # ---------------------------------------------------------------- the attacks
 
 class Attacks:
-    """Every attack kind of issue 19 as one bounded round; rounds are handed
+    """Every attack kind as one bounded round; rounds are handed
     out round-robin to the attacker threads."""
 
     def __init__(self, server, keyed, stalled_uploads=STALLED_UPLOADS, same_caller=False):

@@ -1,7 +1,7 @@
-"""The markdown tables and the --check verdict of bench/attack_soak.py (issue 19)."""
+"""The markdown tables and the --check verdict of bench/attack_soak.py."""
 
 MiB = 1 << 20
-RSS_BUDGET = 256 * MiB  # the issue's global budget (also the body budget's default)
+RSS_BUDGET = 256 * MiB  # the front door's global memory goal (also the body budget's default)
 KINDS = ["chunked_flood", "stalled_uploads", "json_100k_keys", "prompt_4mib", "n_over_cap",
          "pipelined_junk_close", "half_close", "probes", "slow_reader"]
 

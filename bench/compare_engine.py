@@ -15,7 +15,7 @@ Usage: python3 bench/compare_engine.py [--quick] [--out bench/results/engine.jso
 --models / --dram-shapes replace the default model list and run the batched
 decode for every model. --dram-shapes takes the random-weight files of real
 shapes (Llama 3.2 1B / 3B, Qwen2.5 1.5B) that bench/dram_shapes.sh makes, whose
-weights stream from DRAM instead of the L3 cache (issue 12).
+weights stream from DRAM instead of the L3 cache.
 Writes the JSON result and prints the markdown tables for BENCHMARKS.md.
 Needs: build/brisk (Release), bench/llamacpp/build.sh (builds llama.cpp from
 the llama-cpp-python sdist, cached), models from scripts/install_models.sh and

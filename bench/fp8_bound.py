@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The fp8 (and int8) weight format's own accuracy bound, measured by an
-independent engine (issue 13).
+independent engine.
 
     python3 bench/fp8_bound.py [--models smol,gemma] [--formats fp8,int8]
         [--ctx 512] [--threads 2] [--out bench/results/fp8_bound.json] [--update]

@@ -1,9 +1,9 @@
-// Request-body JSON parsing time against the number of object keys (issue 19):
+// Request-body JSON parsing time against the number of object keys:
 // nlohmann's own ordered_json parser (what ParseRequest used before) searches
 // the keys so far on every insert, so its time grows with keys^2;
 // ParseStrictJson (server/strict_json.h) is linear. Also ParseRequest on the
-// bodies from the issue, now rejected at the caps, and a flat array of token
-// ids, where both parsers are linear, for the constant factor.
+// hostile bodies of tests/e2e/attacks.py, now rejected at the caps, and a flat
+// array of token ids, where both parsers are linear, for the constant factor.
 //   json_parse_bench --benchmark_filter='Keys'
 // Counters: keys_per_s (or values_per_s), bytes_per_s of body text.
 #include <benchmark/benchmark.h>
@@ -40,7 +40,7 @@ void SetRates(benchmark::State& state, const std::string& text, int64_t items,
                                                      benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Before: what ParseRequest did until issue 19.
+// Before: what ParseRequest did before ParseStrictJson.
 void BM_NlohmannOrderedKeys(benchmark::State& state) {
   const std::string text = ObjectWithKeys(state.range(0));
   for (auto _ : state) {

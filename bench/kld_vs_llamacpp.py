@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`brisk eval kld` next to llama.cpp's `llama-perplexity --kl-divergence`, on
-the same model pair and text, in one run (issue 13).
+the same model pair and text, in one run.
 
 For each model file: an F32 copy (llama-quantize --allow-requantize: every
 weight exactly the value the file encodes) is the reference. llama.cpp scores

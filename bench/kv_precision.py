@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""KV cache precisions (cache.kv_precision, issue 13) on the real models, in
+"""KV cache precisions (cache.kv_precision) on the real models, in
 one run: quality, room and speed of each against the default F16 cache.
 
 Quality: `brisk eval kld` with each KV precision against two references
@@ -8,7 +8,7 @@ saved once per model on the same text:
     with an F32 KV cache;
   - "f16 KV": the file's own weights with the default F16 cache.
 Three figures per KV precision: the F32 weights with it against exact (the
-KV precision's own error, nothing else rounded: the issue's int8 goal, KLD
+KV precision's own error, nothing else rounded: the int8 goal, KLD
 <= 0.002, is this one); the file's weights with it against exact (the whole
 configuration); and against "f16 KV" (what switching the KV precision
 changes for users of the file: with 8-bit activations in the quantized

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Long-context prefill, Brisk vs llama.cpp (flash attention on), same file,
-same run (issue 12).
+same run.
 
 For each prompt length P, alternating, `reps` times each:
   llama-bench -m M -p P -n 0 -r 1 -fa 1 -t T

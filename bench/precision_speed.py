@@ -4,7 +4,7 @@ measured in the same run: `brisk bench-model --precision P` (pp512 and
 tg128, median of --reps), the precisions taken in rounds so that drift of
 this noisy machine falls on all of them alike. With bench/results/kld.json
 (bench/kld_vs_llamacpp.py) it also prints each precision's quality next to
-its speed: the table issue 13 asks for.
+its speed, in one table.
 
     python3 bench/precision_speed.py [--model models/SmolLM2-135M-Instruct.Q4_1.gguf]
         [--precisions native,q8_0,int8,q4_0,int4,f16] [--rounds 2] [--kld bench/results/kld.json]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Brisk's Q6_K quantizer next to llama.cpp's llama-quantize, on the same F32
-source (issue 13).
+source.
 
     python3 bench/q6k_vs_llamaquantize.py [--models smol,gemma] [--kld brisk]
         [--threads 2] [--out bench/results/q6k_vs_llamaquantize.json]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Speculative decoding (issue 15): the same workloads with speculation off and
+"""Speculative decoding: the same workloads with speculation off and
 on, measured with `brisk bench` against `brisk serve` in the same run, off and
 on alternating (A B A B ...) because this machine is noisy.
 

@@ -6,7 +6,7 @@ Every Q4_1 tensor is dequantized and quantized again to Q8_0 with the `gguf`
 package's reference code. F32 and Q8_0 tensors are copied, and all metadata is
 kept. The weights keep Q4_1's quality (they come from the Q4_1 file), but the
 file has another format, size and speed: a genuine variant of the same model for
-routing tests. It is not a way to make a better model; issue 13's `brisk
+routing tests. It is not a way to make a better model; `brisk
 quantize` is the tool for that.
 
     python3 tools/make_variant_model.py [SRC] [DST]

@@ -1,4 +1,4 @@
-"""Issue 19 attack traffic, shared by the hardening tests (test_hardening.py,
+"""Attack traffic, shared by the hardening tests (test_hardening.py,
 test_hardening_engine.py) and the bounded soak (bench/attack_soak.py).
 
 Raw-socket helpers to send what no well-behaved client sends, the hostile

@@ -1,4 +1,4 @@
-"""Issue 19, "Hardening the front door": each finding reproduced from outside
+"""Hardening the front door: each finding reproduced from outside
 against the real `brisk serve`, loopback only, each bounded to a few seconds.
 
 Memory is the server process's resident set (/proc/PID/status: VmRSS now,
@@ -18,7 +18,7 @@ from attacks import (ENDLESS, Flood, MiB, chat_bytes, connect, peak_rss_bytes, p
                      read_head, read_response, rss_bytes)
 from conftest import BriskServer
 
-# Goal of the issue: under 64 MB per attacking connection.
+# The goal: under 64 MB per attacking connection.
 PER_CONNECTION_RSS_BUDGET = 64 * MiB
 
 

@@ -1,4 +1,4 @@
-"""Issue 19, findings 2 and 3, from outside against the real `brisk serve`
+"""Front-door hardening findings 2 and 3, from outside against the real `brisk serve`
 (loopback only, each test bounded to a few seconds, ~30 s at most):
 
 - 2: JSON bodies parse in linear time with per-field caps and no duplicate
@@ -30,7 +30,7 @@ from attacks import (SHORT, HealthPoller, MetricMax, big_logit_bias_body, big_pr
 from conftest import MODEL_ID
 
 # Regression guards, not the goal: before the fix /health waited 13.7 s and
-# first tokens waited for whole parses (seconds). The issue's 50 ms goal is
+# first tokens waited for whole parses (seconds). The 50 ms goal is
 # measured, not asserted (this 2-core machine is shared and noisy), by
 # bench/attack_soak.py; its figures are in BENCHMARKS.md.
 HEALTH_BUDGET_S = 1.0  # the longest /health may take under attack

@@ -1,4 +1,4 @@
-"""RoPE context extension from the serving profile (issue 12): a context
+"""RoPE context extension from the serving profile: a context
 beyond the model's trained length is refused at startup unless the profile asks
 for RoPE scaling; with model.rope_scaling: yarn the embedded SmolLM2 (8,192
 trained positions) serves a prompt past 8,192 tokens through the openai client.

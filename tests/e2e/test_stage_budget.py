@@ -1,4 +1,4 @@
-"""Per-stage latency budget (issue 17): the Server-Timing header read with the
+"""Per-stage latency budget: the Server-Timing header read with the
 real `openai` client's raw response from `brisk serve` and from `brisk gateway`
 in front of it, the stages adding up to `total` within 5% and `total` within the
 client's wall time, the stream trailer, the stage histograms in /metrics, the
