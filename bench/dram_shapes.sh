@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/dram_shapes.sh - random-weight GGUF files of real model shapes, big
 # enough that decode streams the weights from DRAM rather than from the L3
-# cache that holds the 135M default model (BENCHMARKS.md, "DRAM-bound shapes").
+# cache that holds the 135M default model (BENCHMARKS.md, "Models bigger than the
+# cache").
 #
 # Writes into ${BRISK_CACHE:-~/.cache/brisk}/dram-shapes/ (never the repo):
 #   llama-1b.Q4_K_M.gguf    Llama 3.2 1B shape: d 2048, 32/8 heads, head_dim 64,
