@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Quality of each load-time weight precision and KV cache precision (issue
-13), on the same model file in one run: `brisk serve --precision P
+"""Quality of each load-time weight precision and KV cache precision, on the
+same model file in one run: `brisk serve --precision P
 [--kv-precision K] --allow-ungated` for each configuration, then `brisk eval
 golden` on a golden set against it. Prints a markdown table of
 pass rate, its one-sided 95% Wilson lower bound and latency p50/p95 per
