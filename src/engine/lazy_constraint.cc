@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "grammar/matcher.h"
+#include "grammar/token_constraint.h"
 
 namespace brisk {
 namespace {
@@ -78,9 +78,10 @@ std::string LazyTriggerMatcher::Flush() {
   return out;
 }
 
-size_t AdvanceAccepted(GrammarMatcher* matcher, std::string_view text) {
+size_t AdvanceAccepted(TokenConstraint* grammar, std::string_view text) {
+  // Byte by byte: once per trigger, a few bytes.
   size_t n = 0;
-  while (n < text.size() && matcher->Advance(static_cast<uint8_t>(text[n]))) ++n;
+  while (n < text.size() && grammar->AdvanceBytes(text.substr(n, 1))) ++n;
   return n;
 }
 

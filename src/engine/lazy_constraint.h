@@ -20,7 +20,7 @@
 
 namespace brisk {
 
-class GrammarMatcher;  // grammar/matcher.h
+class TokenConstraint;  // grammar/token_constraint.h
 
 // GenerationRequest::constraint_trigger: plain data.
 struct ConstraintTrigger {
@@ -77,9 +77,9 @@ class LazyTriggerMatcher {
   bool passed_start_ = false;  // at_start: the output began with other text
 };
 
-// Advances `matcher` over the longest prefix of `text` it accepts (bytes the
+// Advances `grammar` over the longest prefix of `text` it accepts (bytes the
 // model wrote unconstrained in the token that completed the trigger, e.g. a
 // space the compact grammar does not take); returns that prefix's length.
-size_t AdvanceAccepted(GrammarMatcher* matcher, std::string_view text);
+size_t AdvanceAccepted(TokenConstraint* grammar, std::string_view text);
 
 }  // namespace brisk

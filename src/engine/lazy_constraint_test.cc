@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "grammar/constraint.h"
-#include "grammar/matcher.h"
+#include "grammar/token_constraint.h"
 
 namespace brisk {
 namespace {
@@ -138,11 +138,11 @@ TEST(LazyTriggerMatcherTest, AdvanceAcceptedStopsAtTheFirstRejectedByte) {
                    "additionalProperties":false})";
   auto c = CompileConstraint(spec);
   ASSERT_TRUE(c.ok()) << c.status().message();
-  GrammarMatcher m(&(*c)->grammar());
+  std::unique_ptr<TokenConstraint> m = MakeTokenConstraint(*c);
   // Compact JSON: the space after the colon is not accepted.
-  EXPECT_EQ(AdvanceAccepted(&m, "{\"name\": \"f\"}"), 8u);
-  EXPECT_TRUE(m.AdvanceBytes("\"f\"}"));
-  EXPECT_TRUE(m.CanEnd());
+  EXPECT_EQ(AdvanceAccepted(m.get(), "{\"name\": \"f\"}"), 8u);
+  EXPECT_TRUE(m->AdvanceBytes("\"f\"}"));
+  EXPECT_TRUE(m->CanEnd());
 }
 
 }  // namespace

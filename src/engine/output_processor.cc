@@ -131,7 +131,7 @@ bool OutputProcessor::PushLazy(Sequence& s, std::string_view piece, SequenceOutp
   // No stop string can complete across the trigger: release what they held.
   out->text += s.stop.Flush();
   out->constrained_from = static_cast<int64_t>(out->text.size());
-  s.matcher = std::make_unique<GrammarMatcher>(&s.constraint->grammar());
+  s.matcher = MakeTokenConstraint(s.constraint);
   // The trigger's token was sampled without a mask: keep what the grammar
   // accepts of it (a space the compact grammar does not take is dropped).
   const size_t n = AdvanceAccepted(s.matcher.get(), r.constrained);
@@ -158,7 +158,7 @@ void OutputProcessor::Sample(Sequence& s, std::span<float> logits, std::span<con
   // bias or penalty touches it.
   if (s.logprobs >= 0) raw_row_.assign(logits.begin(), logits.end());
   if (s.n_generated < s.min_tokens) SuppressStops(s, logits);
-  const bool constrained = s.matcher || s.cfg_matcher;
+  const bool constrained = s.matcher != nullptr;
   if (constrained) SetSampleMask(s, logits.size());
   const int32_t tok = s.sampler.Sample(logits, history);
   if (constrained) s.sampler.ClearMask();

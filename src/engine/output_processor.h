@@ -33,7 +33,7 @@
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/stop_matcher.h"
-#include "grammar/cfg_mask.h"
+#include "grammar/token_constraint.h"
 #include "grammar/token_mask.h"
 #include "model/tokenizer.h"
 #include "model/tokenizer_incremental.h"
@@ -137,14 +137,12 @@ class OutputProcessor {
   // Prompt logprobs from a chunk's rows: row j predicts position pos_begin + j + 1.
   void RecordPromptLogprobs(Sequence& s, const ScheduledChunk& c, std::span<const float> rows,
                             int vocab, const std::vector<int32_t>& tokens);
-  // Structured output: the allowed-token mask of a grammar state (one of
-  // the two matchers is set), set on `sampler` until its ClearMask() (the
-  // vocabulary's token trie is built on the first use).
-  void SetGrammarMask(const GrammarMatcher* matcher, CfgMatcher* cfg_matcher, Sampler& sampler,
-                      size_t vocab);
+  // Structured output: the allowed-token mask of a grammar state, set on
+  // `sampler` until its ClearMask() (the vocabulary's token trie is built
+  // on the first use).
+  void SetGrammarMask(TokenConstraint& grammar, Sampler& sampler, size_t vocab);
   // The mask bytes of a grammar state into *out (timed in mask_times_).
-  void ComputeMask(const GrammarMatcher* matcher, CfgMatcher* cfg_matcher, size_t vocab,
-                   std::vector<uint8_t>* out);
+  void ComputeMask(TokenConstraint& grammar, size_t vocab, std::vector<uint8_t>* out);
   // A plain sample's mask on its sampler: the prefetched one, else computed.
   void SetSampleMask(Sequence& s, size_t vocab);
   // Advances the sequence's grammar (if any) by an emitted token's bytes.
@@ -163,8 +161,7 @@ class OutputProcessor {
   // at 262k) unless it comes that early.
   std::future<std::unique_ptr<TokenTrie>> token_trie_future_;
   std::unique_ptr<TokenTrie> token_trie_;
-  std::unique_ptr<TokenMasker> masker_;
-  std::unique_ptr<CfgTokenMasker> cfg_masker_;  // regex / choice / GBNF constraints
+  std::unique_ptr<TokenMaskers> maskers_;
   TokenBitmask mask_bits_;
   std::vector<uint8_t> mask_bytes_;  // the sampler's view during one Sample()
   std::vector<double> mask_times_;

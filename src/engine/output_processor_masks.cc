@@ -16,27 +16,21 @@
 
 namespace brisk {
 
-void OutputProcessor::ComputeMask(const GrammarMatcher* matcher, CfgMatcher* cfg_matcher,
-                                  size_t vocab, std::vector<uint8_t>* out) {
+void OutputProcessor::ComputeMask(TokenConstraint& grammar, size_t vocab,
+                                  std::vector<uint8_t>* out) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (!masker_) {
+  if (!maskers_) {
     token_trie_ = token_trie_future_.get();
-    masker_ = std::make_unique<TokenMasker>(token_trie_.get());
+    maskers_ = std::make_unique<TokenMaskers>(token_trie_.get());
   }
-  if (matcher) {
-    masker_->Compute(*matcher, &mask_bits_);
-  } else {
-    if (!cfg_masker_) cfg_masker_ = std::make_unique<CfgTokenMasker>(token_trie_.get());
-    cfg_masker_->Compute(*cfg_matcher, &mask_bits_);
-  }
+  grammar.FillMask(*maskers_, &mask_bits_);
   ExpandMask(mask_bits_, vocab, out);
   mask_times_.push_back(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
-void OutputProcessor::SetGrammarMask(const GrammarMatcher* matcher, CfgMatcher* cfg_matcher,
-                                     Sampler& sampler, size_t vocab) {
-  ComputeMask(matcher, cfg_matcher, vocab, &mask_bytes_);
+void OutputProcessor::SetGrammarMask(TokenConstraint& grammar, Sampler& sampler, size_t vocab) {
+  ComputeMask(grammar, vocab, &mask_bytes_);
   sampler.SetMask(mask_bytes_);
 }
 
@@ -46,17 +40,14 @@ void OutputProcessor::SetSampleMask(Sequence& s, size_t vocab) {
     s.sampler.SetMask(s.prefetched_mask);
     return;
   }
-  SetGrammarMask(s.matcher.get(), s.cfg_matcher.get(), s.sampler, vocab);
+  SetGrammarMask(*s.matcher, s.sampler, vocab);
 }
 
 void OutputProcessor::AdvanceGrammar(Sequence& s, int32_t tok) {
   // The mask allowed `tok`: its bytes advance the grammar (end tokens have none).
   s.mask_ready = false;  // a prefetched mask was for the state before
-  if (tok < 0 || tokenizer_.IsEog(tok)) return;
-  if (s.matcher)
-    s.matcher->AdvanceBytes(tokenizer_.TokenToPiece(tok));
-  else if (s.cfg_matcher)
-    s.cfg_matcher->AdvanceBytes(tokenizer_.TokenToPiece(tok));
+  if (tok < 0 || tokenizer_.IsEog(tok) || !s.matcher) return;
+  s.matcher->AdvanceBytes(tokenizer_.TokenToPiece(tok));
 }
 
 void OutputProcessor::PrefetchMasks(std::span<const ScheduledChunk> chunks, size_t vocab) {
@@ -67,7 +58,7 @@ void OutputProcessor::PrefetchMasks(std::span<const ScheduledChunk> chunks, size
     auto it = seqs_.find(c.id);
     if (it == seqs_.end()) continue;
     Sequence& s = *it->second;
-    if (s.finished || (!s.matcher && !s.cfg_matcher)) continue;
+    if (s.finished || !s.matcher) continue;
     prefetch_.push_back(&s);
   }
   if (prefetch_.empty()) return;
@@ -78,7 +69,7 @@ void OutputProcessor::PrefetchMasks(std::span<const ScheduledChunk> chunks, size
   prefetching_ = true;
   mask_thread_->Start([this, vocab] {
     for (Sequence* s : prefetch_) {
-      ComputeMask(s->matcher.get(), s->cfg_matcher.get(), vocab, &s->prefetched_mask);
+      ComputeMask(*s->matcher, vocab, &s->prefetched_mask);
       s->mask_ready = true;
     }
   });

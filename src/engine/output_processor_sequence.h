@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "engine/output_processor.h"
-#include "grammar/cfg_matcher.h"
 #include "grammar/constraint.h"
+#include "grammar/token_constraint.h"
 
 namespace brisk {
 
@@ -37,14 +37,8 @@ struct OutputProcessor::Sequence {
         logprobs(r.logprobs),
         prompt_logprobs(r.logprobs >= 0 && r.prompt_logprobs) {
     // A lazy constraint's matcher starts when its trigger fires (PushLazy).
-    if (constraint && trigger.text.empty())
-      matcher = std::make_unique<GrammarMatcher>(&constraint->grammar());
+    if (constraint && trigger.text.empty()) matcher = MakeTokenConstraint(constraint);
     if (constraint && !trigger.text.empty()) lazy = std::make_unique<LazyTriggerMatcher>(trigger);
-    if (constraint && constraint->is_cfg()) {  // regex / choice / GBNF (never lazy)
-      matcher.reset();
-      lazy.reset();
-      cfg_matcher = std::make_unique<CfgMatcher>(constraint->cfg);
-    }
     // The first prompt token has no context: a record with no alternatives.
     if (prompt_logprobs && !r.prompt.empty()) prompt_lps.push_back({r.prompt[0], 0.0f, {}});
   }
@@ -68,19 +62,11 @@ struct OutputProcessor::Sequence {
     proto.logprobs = logprobs;  // the prompt records are copied below
     auto child = std::make_unique<Sequence>(child_id, request_id, k, proto, tok);
     child->n_prompt = n_prompt;
-    if (matcher && child->matcher) child->matcher->CopyFrom(*matcher);
-    if (cfg_matcher) child->cfg_matcher->CopyFrom(*cfg_matcher);
+    if (matcher) child->matcher = matcher->Clone();
     // Forks happen once the prompt is computed: its records are complete.
     child->prompt_logprobs = prompt_logprobs;
     child->prompt_lps = prompt_lps;
     return child;
-  }
-
-  // Speculation under a JSON-schema constraint: spec_walk starts as a copy
-  // of the grammar state, to walk a draft without moving the sequence's own.
-  void StartSpecWalk() {
-    if (!spec_walk) spec_walk = std::make_unique<GrammarMatcher>(&constraint->grammar());
-    spec_walk->CopyFrom(*matcher);
   }
 
   SequenceOutput NewOutput() const {
@@ -109,16 +95,16 @@ struct OutputProcessor::Sequence {
   StopMatcher stop;
   std::vector<int32_t> stop_token_ids;
   std::shared_ptr<const CompiledConstraint> constraint;
-  std::unique_ptr<GrammarMatcher> matcher;    // the grammar state; null when unconstrained
-  std::unique_ptr<GrammarMatcher> spec_walk;  // speculative verification: walks a draft
-  std::vector<uint8_t> prefetched_mask;       // the next sample's mask, computed ahead
-  bool mask_ready = false;                    // prefetched_mask is for the next sample
-  ConstraintTrigger trigger;                  // lazy constraint: its trigger
-  std::unique_ptr<LazyTriggerMatcher> lazy;   // lazy constraint: watches for the trigger
-  std::unique_ptr<CfgMatcher> cfg_matcher;    // regex / choice / GBNF state, else null
-  int logprobs;                               // top alternatives per token; -1 = no logprobs
-  bool prompt_logprobs;                       // still to record / send the prompt's records
-  int32_t prompt_lp_next = 1;                 // the next prompt position to record
+  // The constraint's state; null when unconstrained (and, for a lazy
+  // constraint, until its trigger).
+  std::unique_ptr<TokenConstraint> matcher;
+  std::vector<uint8_t> prefetched_mask;      // the next sample's mask, computed ahead
+  bool mask_ready = false;                   // prefetched_mask is for the next sample
+  ConstraintTrigger trigger;                 // lazy constraint: its trigger
+  std::unique_ptr<LazyTriggerMatcher> lazy;  // lazy constraint: watches for the trigger
+  int logprobs;                              // top alternatives per token; -1 = no logprobs
+  bool prompt_logprobs;                      // still to record / send the prompt's records
+  int32_t prompt_lp_next = 1;                // the next prompt position to record
   std::vector<TokenLogprob> prompt_lps;
   bool finished = false;
   int32_t cached_tokens = 0;  // from the scheduler, kept by NoteScheduled

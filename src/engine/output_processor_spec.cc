@@ -23,22 +23,21 @@ void OutputProcessor::ProcessDrafted(const ScheduledChunk& c, std::span<float> r
   // Row i is what a plain step would sample from after draft[0, i): the same
   // history for the penalties, the same min_tokens rule, and under a
   // structured-output constraint the mask of the grammar state after
-  // draft[0, i) (a copy of the state walks the draft; the sequence's own
-  // advances only through what is emitted).
-  const bool constrained = s.matcher || s.cfg_matcher;
-  const size_t cfg_sets = s.cfg_matcher ? s.cfg_matcher->num_sets() : 0;
-  if (s.matcher) s.StartSpecWalk();
+  // draft[0, i) (the state walks the draft from a mark and goes back to it:
+  // it advances for good only through what is emitted).
+  TokenConstraint* const grammar = s.matcher.get();
+  if (grammar) grammar->Save();
   spec_history_ = scheduler.Find(c.id)->tokens;
   spec_probs_.resize((k + 1) * v);
   for (size_t i = 0; i <= k; ++i) {
     const std::span<float> row = rows.subspan(i * v, v);
     if (s.n_generated + static_cast<int32_t>(i) < s.min_tokens) SuppressStops(s, row);
-    if (constrained) SetGrammarMask(s.spec_walk.get(), s.cfg_matcher.get(), s.sampler, v);
+    if (grammar) SetGrammarMask(*grammar, s.sampler, v);
     s.sampler.Distribution(row, spec_history_, &spec_row_);
     std::copy(spec_row_.begin(), spec_row_.end(), spec_probs_.begin() + i * v);
     if (i == k) break;
     const int32_t d = c.draft[i];
-    if (constrained) {
+    if (grammar) {
       s.sampler.ClearMask();
       // A draft token the grammar rules out has probability 0 under the
       // mask: it is rejected for certain, and row i's distribution is what
@@ -49,18 +48,17 @@ void OutputProcessor::ProcessDrafted(const ScheduledChunk& c, std::span<float> r
         k = i;
         break;
       }
-      if (tokenizer_.IsEog(d)) {
+      if (tokenizer_.IsEog(d))
         k = i + 1;
-      } else if (s.matcher) {
-        s.spec_walk->AdvanceBytes(tokenizer_.TokenToPiece(d));
-      } else {
-        s.cfg_matcher->AdvanceBytes(tokenizer_.TokenToPiece(d));
-      }
+      else
+        grammar->AdvanceBytes(tokenizer_.TokenToPiece(d));
     }
     spec_history_.push_back(d);
   }
-  if (constrained) s.sampler.ClearMask();
-  if (s.cfg_matcher) s.cfg_matcher->Rollback(cfg_sets);
+  if (grammar) {
+    s.sampler.ClearMask();
+    grammar->Restore();
+  }
   const std::span<const int32_t> draft = std::span<const int32_t>(c.draft).first(k);
   const Verdict verdict = VerifyDraft(draft, std::span<const float>(spec_probs_).first((k + 1) * v),
                                       {}, v, s.params.greedy(), s.sampler, &spec_scratch_);
@@ -94,9 +92,9 @@ void OutputProcessor::TrimDraft(int64_t seq_id, std::vector<int32_t>* draft) {
   auto it = seqs_.find(seq_id);
   if (it == seqs_.end() || draft->empty()) return;
   Sequence& s = *it->second;
-  if (!s.matcher && !s.cfg_matcher) return;
-  if (s.matcher) s.StartSpecWalk();
-  const size_t cfg_sets = s.cfg_matcher ? s.cfg_matcher->num_sets() : 0;
+  TokenConstraint* const grammar = s.matcher.get();
+  if (!grammar) return;
+  grammar->Save();
   size_t keep = 0;
   // The tokens the mask would allow (token_mask.h): an end token where the
   // grammar can end (nothing after it counts), else a non-control token
@@ -104,14 +102,14 @@ void OutputProcessor::TrimDraft(int64_t seq_id, std::vector<int32_t>* draft) {
   for (; keep < draft->size(); ++keep) {
     const int32_t d = (*draft)[keep];
     if (tokenizer_.IsEog(d)) {
-      if (s.matcher ? s.spec_walk->CanEnd() : s.cfg_matcher->CanEnd()) ++keep;
+      if (grammar->CanEnd()) ++keep;
       break;
     }
     const std::string piece = tokenizer_.TokenToPiece(d, /*render_special=*/false);
     if (tokenizer_.IsControl(d) || piece.empty() || piece.size() > 255) break;
-    if (!(s.matcher ? s.spec_walk->AdvanceBytes(piece) : s.cfg_matcher->AdvanceBytes(piece))) break;
+    if (!grammar->AdvanceBytes(piece)) break;
   }
-  if (s.cfg_matcher) s.cfg_matcher->Rollback(cfg_sets);
+  grammar->Restore();
   draft->resize(keep);
 }
 
