@@ -4,6 +4,7 @@ and markdown reports, and a bad set refused with its file and line (exit 2)."""
 import json
 import os
 import subprocess
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FACTS = os.path.join(ROOT, "bench", "golden", "facts_completion.jsonl")
@@ -83,6 +84,12 @@ def test_converted_precision_starts_only_through_the_golden_set_gate(
     assert info["precision"] == "q8_0" and info["gated"] is False
     assert info["serving_key"]["id"].endswith("-q8_0-kvf16-" + info["serving_key"]["engine_version"])
     assert "brisk:serving_ungated 1" in s.get("/metrics")[1]
+    # The warning is written before the URL, but the thread draining stderr
+    # may not have read it yet on a loaded machine.
+    deadline = time.monotonic() + 5
+    while (not any("WITHOUT a passing golden-set gate" in line for line in s.stderr_lines)
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
     assert any("WITHOUT a passing golden-set gate" in line for line in s.stderr_lines)
     # The golden set with its gate, kept under the server's serving key.
     golden = tmp_path / "facts.jsonl"
