@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "model/gguf.h"
-#include "model/model.h"
+#include "model/model_config.h"
 #include "util/status.h"
 
 namespace brisk {
