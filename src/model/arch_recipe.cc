@@ -1,6 +1,9 @@
 #include "model/arch_recipe.h"
 
 #include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
 
 namespace brisk {
 
@@ -28,6 +31,32 @@ constexpr ArchRecipe kRecipes[] = {
     // Qwen3: no biases; RMSNorm of each q and k head (head_dim from key_length).
     {.name = "qwen3", .rope = Rope::kNeox, .qk_norm = true},
 };
+
+// One flag per layer, true = sliding-window: from the file's `key` (an
+// integer period, or one bool or integer per layer), else from the recipe's
+// period.
+Expected<std::vector<bool>> ReadLocalLayers(const GgufFile& f, const std::string& key, int period,
+                                            int n_layers) {
+  std::vector<bool> local(n_layers);
+  const GgufValue* v = f.Find(key);
+  if (v != nullptr && v->type == GgufType::kArray) {
+    if (v->elem_type != GgufType::kBool) RETURN_IF_ERROR(f.GetIntArray(key).status());
+    if (static_cast<int64_t>(v->arr.size()) != n_layers)
+      return InvalidArgument("{} has {} entries for {} layers", key, v->arr.size(), n_layers);
+    for (int l = 0; l < n_layers; ++l) local[l] = v->arr[l].i != 0;
+    return local;
+  }
+  if (v != nullptr) {
+    ASSIGN_OR_RETURN(int64_t n, f.GetInt(key));
+    if (n < 0 || n > std::numeric_limits<int>::max())
+      return InvalidArgument("{} = {} is out of range", key, n);
+    period = static_cast<int>(n);
+  }
+  // llama.cpp's set_swa_pattern: the last layer of each period is global
+  // (period 0: none is).
+  for (int l = 0; l < n_layers; ++l) local[l] = period <= 0 || l % period != period - 1;
+  return local;
+}
 
 }  // namespace
 
@@ -64,9 +93,16 @@ Status ApplyArchRecipe(const ArchRecipe& recipe, const GgufFile& f, ModelConfig*
     if (window < 0 || window > cfg->context_length)
       return InvalidArgument("{}attention.sliding_window = {} is invalid", p, window);
     cfg->sliding_window = static_cast<int>(window);
-    cfg->global_every = recipe.global_every;
-    cfg->rope_theta_local = recipe.rope_theta_local;
+    ASSIGN_OR_RETURN(cfg->local_layers, ReadLocalLayers(f, p + "attention.sliding_window_pattern",
+                                                        recipe.global_every, cfg->n_layers));
+    ASSIGN_OR_RETURN(double theta, f.GetFloatOr(p + "rope.freq_base_swa", recipe.rope_theta_local));
+    if (!(theta > 0)) return InvalidArgument("{}rope.freq_base_swa must be positive", p);
+    cfg->rope_theta_local = static_cast<float>(theta);
   }
+  ASSIGN_OR_RETURN(double cap, f.GetFloatOr(p + "final_logit_softcapping", 0.0));
+  if (!(cap >= 0 && std::isfinite(cap)))
+    return InvalidArgument("{}final_logit_softcapping = {} is invalid", p, cap);
+  cfg->final_logit_softcap = static_cast<float>(cap);
   return Status::Ok();
 }
 

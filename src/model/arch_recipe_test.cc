@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "model/gguf_writer.h"
@@ -63,7 +64,43 @@ struct TinyShape {
   float rope_factor = 1;
   uint32_t rope_original = 0;  // 0: original_context_length not written
   float yarn_log_multiplier = 0;
+  bool post_norms = false;  // gemma3's post_attention_norm / post_ffw_norm
+  // gemma3's keys; 0 / unset: not written.
+  uint32_t sliding_window = 0;
+  std::optional<GgufValue> window_pattern = std::nullopt;  // attention.sliding_window_pattern
+  float rope_base_swa = 0;                                 // rope.freq_base_swa
+  float softcap = 0;                                       // final_logit_softcapping
 };
+
+// gemma3 with a window of 2 positions (over the 5 tokens of kTokens).
+TinyShape Gemma3() {
+  return {
+      .arch = "gemma3", .biases = false, .qk_norms = true, .post_norms = true, .sliding_window = 2};
+}
+const std::vector<int32_t> kTokens = {9, 4, 11, 30, 2};
+
+GgufValue U32(uint32_t v) {
+  GgufValue g;
+  g.type = GgufType::kUint32;
+  g.u = v;
+  g.i = v;
+  return g;
+}
+
+// An array of one flag per layer, as gguf-py's add_sliding_window_pattern writes it.
+GgufValue Flags(GgufType type, std::vector<int> flags) {
+  GgufValue g;
+  g.type = GgufType::kArray;
+  g.elem_type = type;
+  for (int f : flags) {
+    GgufValue e;
+    e.type = type;
+    e.i = f;
+    e.u = static_cast<uint64_t>(f);
+    g.arr.push_back(e);
+  }
+  return g;
+}
 
 class ArchModelTest : public ::testing::Test {
  protected:
@@ -94,6 +131,17 @@ class ArchModelTest : public ::testing::Test {
     eps.type = GgufType::kFloat32;
     eps.f = 1e-6;
     w.SetValue(s.arch + ".attention.layer_norm_rms_epsilon", eps);
+    auto f32 = [&](const std::string& k, float v) {
+      GgufValue g;
+      g.type = GgufType::kFloat32;
+      g.f = v;
+      w.SetValue(s.arch + "." + k, g);
+    };
+    if (s.sliding_window) u32("attention.sliding_window", s.sliding_window);
+    if (s.window_pattern)
+      w.SetValue(s.arch + ".attention.sliding_window_pattern", *s.window_pattern);
+    if (s.rope_base_swa != 0) f32("rope.freq_base_swa", s.rope_base_swa);
+    if (s.softcap != 0) f32("final_logit_softcapping", s.softcap);
     if (!s.rope_scaling.empty()) {
       w.SetString(s.arch + ".rope.scaling.type", s.rope_scaling);
       GgufValue factor = eps;
@@ -129,6 +177,10 @@ class ArchModelTest : public ::testing::Test {
       if (s.qk_norms) {
         tensors.push_back({b + "attn_q_norm.weight", {s.head_dim}});
         tensors.push_back({b + "attn_k_norm.weight", {s.head_dim}});
+      }
+      if (s.post_norms) {
+        tensors.push_back({b + "post_attention_norm.weight", {kD}});
+        tensors.push_back({b + "post_ffw_norm.weight", {kD}});
       }
     }
     for (auto& [n, dims] : tensors) EXPECT_TRUE(w.AddTensor(n, dims, DType::kF32).ok());
@@ -325,6 +377,104 @@ TEST_F(ArchModelTest, MissingOrMismatchedTensorsAreErrors) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(unknown.status().message().find("qwen3"), std::string::npos);
+}
+
+// Without the keys a gemma3 file gets the recipe's values: every sixth layer
+// global (so both of these two are local), RoPE base 10000 on the local
+// layers, no softcapping. Writing those values out changes nothing.
+TEST_F(ArchModelTest, Gemma3KeysDefaultToTheRecipe) {
+  auto m = Model::Load(Write(Gemma3(), "gemma3.gguf"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelConfig& c = (*m)->config();
+  EXPECT_EQ(c.sliding_window, 2);
+  EXPECT_TRUE(c.IsLocal(0) && c.IsLocal(1));
+  EXPECT_EQ(c.rope_theta_local, 10000.f);
+  EXPECT_EQ(c.final_logit_softcap, 0.f);
+  TinyShape same = Gemma3();
+  same.window_pattern = U32(6);
+  same.rope_base_swa = 10000;
+  auto explicit_keys = Model::Load(Write(same, "same.gguf"));
+  ASSERT_TRUE(explicit_keys.ok()) << explicit_keys.status().ToString();
+  EXPECT_EQ(MaxAbsDiff(Logits(**explicit_keys, kTokens), Logits(**m, kTokens)), 0.f);
+}
+
+// The pattern as a period (layer l global when l % n == n - 1) or as one flag
+// per layer (true: sliding-window), bools or integers. Layer 1 global sees
+// all 5 tokens instead of 2, which changes the logits.
+TEST_F(ArchModelTest, Gemma3SlidingWindowPatternAsPeriodOrPerLayerFlags) {
+  TinyShape period = Gemma3(), bools = Gemma3(), ints = Gemma3();
+  period.window_pattern = U32(2);
+  bools.window_pattern = Flags(GgufType::kBool, {1, 0});
+  ints.window_pattern = Flags(GgufType::kInt32, {1, 0});
+  auto by_period = Model::Load(Write(period, "period.gguf"));
+  auto by_bools = Model::Load(Write(bools, "bools.gguf"));
+  auto by_ints = Model::Load(Write(ints, "ints.gguf"));
+  auto all_local = Model::Load(Write(Gemma3(), "local.gguf"));
+  ASSERT_TRUE(by_period.ok()) << by_period.status().ToString();
+  ASSERT_TRUE(by_bools.ok()) << by_bools.status().ToString();
+  ASSERT_TRUE(by_ints.ok() && all_local.ok());
+  for (const auto* m : {&by_period, &by_bools, &by_ints}) {
+    EXPECT_TRUE((**m)->config().IsLocal(0));
+    EXPECT_FALSE((**m)->config().IsLocal(1));
+  }
+  const std::vector<float> ref = Logits(**by_period, kTokens);
+  EXPECT_EQ(MaxAbsDiff(Logits(**by_bools, kTokens), ref), 0.f);
+  EXPECT_EQ(MaxAbsDiff(Logits(**by_ints, kTokens), ref), 0.f);
+  EXPECT_GT(MaxAbsDiff(Logits(**all_local, kTokens), ref), 1e-3f);
+}
+
+// rope.freq_base_swa: the local layers' RoPE base. RoPE is the identity at
+// position 0, so only the later positions' logits change.
+TEST_F(ArchModelTest, Gemma3RopeBaseOfTheSlidingWindowLayers) {
+  TinyShape swa = Gemma3();
+  swa.rope_base_swa = 1e6f;
+  auto base = Model::Load(Write(Gemma3(), "base.gguf"));
+  auto m = Model::Load(Write(swa, "swa.gguf"));
+  ASSERT_TRUE(base.ok() && m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->config().rope_theta_local, 1e6f);
+  EXPECT_EQ(MaxAbsDiff(Logits(**m, {9}), Logits(**base, {9})), 0.f);
+  EXPECT_GT(MaxAbsDiff(Logits(**m, kTokens), Logits(**base, kTokens)), 1e-3f);
+}
+
+// final_logit_softcapping: logits = cap * tanh(logits / cap).
+TEST_F(ArchModelTest, Gemma3FinalLogitSoftcapping) {
+  TinyShape capped = Gemma3();
+  capped.softcap = 2;
+  auto plain = Model::Load(Write(Gemma3(), "plain.gguf"));
+  auto m = Model::Load(Write(capped, "capped.gguf"));
+  ASSERT_TRUE(plain.ok() && m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->config().final_logit_softcap, 2.f);
+  const std::vector<float> a = Logits(**plain, kTokens), b = Logits(**m, kTokens);
+  ASSERT_EQ(a.size(), b.size());
+  float max_plain = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(b[i], 2 * std::tanh(a[i] / 2), 1e-5f) << i;
+    ASSERT_LT(std::fabs(b[i]), 2.f);
+    max_plain = std::max(max_plain, std::fabs(a[i]));
+  }
+  EXPECT_GT(max_plain, 1.f);  // the cap bends some logits
+}
+
+TEST_F(ArchModelTest, Gemma3InvalidKeysAreErrors) {
+  TinyShape short_pattern = Gemma3(), float_pattern = Gemma3(), period = Gemma3();
+  short_pattern.window_pattern = Flags(GgufType::kBool, {1, 0, 1});
+  float_pattern.window_pattern = Flags(GgufType::kFloat32, {1, 0});
+  period.window_pattern = U32(0);
+  period.window_pattern->type = GgufType::kInt32;
+  period.window_pattern->i = -1;
+  for (const auto& [shape, name] :
+       {std::pair{short_pattern, "short"}, std::pair{float_pattern, "float"},
+        std::pair{period, "period"}}) {
+    auto m = Model::Load(Write(shape, name));
+    ASSERT_FALSE(m.ok()) << name;
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << name;
+    EXPECT_NE(m.status().message().find("sliding_window_pattern"), std::string::npos) << name;
+  }
+  TinyShape negative = Gemma3();
+  negative.softcap = -1;
+  auto m = Model::Load(Write(negative, "negative.gguf"));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("final_logit_softcapping"), std::string::npos);
 }
 
 }  // namespace

@@ -285,6 +285,12 @@ Status Model::Forward(const Batch& batch, KvCache& kv, ThreadPool& pool,
   logits->resize(rows * cfg_.vocab);
   if (rows > 0)
     MatMul(weights_.output, s.logit_in.data(), d, rows, logits->data(), cfg_.vocab, pool, s.mm);
+  if (const float cap = cfg_.final_logit_softcap; cap > 0)
+    // Softcapping: cap * tanh(x / cap) ~ x for |x| << cap, bounded by +-cap.
+    pool.ParallelFor(rows, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b * cfg_.vocab; i < e * cfg_.vocab; ++i)
+        (*logits)[i] = cap * std::tanh((*logits)[i] / cap);
+    });
   return Status::Ok();
 }
 

@@ -6,7 +6,8 @@
 //  - llama / mistral (SmolLM2, Llama 2/3, Mistral): SwiGLU, pair-wise RoPE;
 //  - gemma3: embeddings scaled by sqrt(d_model), RMSNorm of each q/k head,
 //    norms after attention and after the MLP too, GELU-gated MLP, NeoX RoPE,
-//    sliding-window layers (every sixth layer global) with their own RoPE base;
+//    sliding-window layers (by default every sixth layer global) with their
+//    own RoPE base, optional final logit softcapping;
 //  - qwen2: biases on the q, k and v projections, NeoX RoPE;
 //  - qwen3: RMSNorm of each q/k head (head_dim from key_length), NeoX RoPE.
 // The table of recipes is in arch_recipe.h. A Model is its config

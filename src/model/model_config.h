@@ -4,9 +4,11 @@
 // the architecture name), not another forward pass.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/gguf.h"
 #include "model/rope_scaling.h"
@@ -40,10 +42,12 @@ struct ModelConfig {
   bool qk_norm = false;              // RMSNorm of each query and key head (attn_{q,k}_norm)
   bool post_norms = false;           // RMSNorm of the attention and MLP outputs before the residual
   int sliding_window = 0;            // positions a local layer sees (0: every layer is global)
-  int global_every = 0;              // with a window: layer l is global when (l + 1) % this == 0
+  std::vector<bool> local_layers;    // with a window: one flag per layer, true = sliding-window
   float rope_theta_local = 10000.f;  // RoPE base of the local layers
+  float final_logit_softcap = 0;     // > 0: logits = cap * tanh(logits / cap)
   bool IsLocal(int layer) const {
-    return sliding_window > 0 && (global_every <= 0 || (layer + 1) % global_every != 0);
+    return sliding_window > 0 && static_cast<size_t>(layer) < local_layers.size() &&
+           local_layers[layer];
   }
 };
 
