@@ -42,7 +42,7 @@ Expected<KvRun> RunOnce(Model& model, const Tokenizer& tok, const KvFlags& f, bo
   o.n_threads = f.threads;
   o.window_paging = paging;
   o.kv_budget_bytes = f.kv_mib << 20;
-  o.prefix_cache = false;
+  o.scheduler.prefix_cache = false;
   Engine e(model, tok, o);
   GenerationRequest r;
   std::mt19937 rng(42);

@@ -1,16 +1,17 @@
 // `brisk gateway --config gateway.yaml`: the gateway in front of tiers of
 // engines (src/gateway/). Prints "brisk gateway: listening on http://H:P" once
-// it accepts connections; SIGINT/SIGTERM drain (in-flight requests finish and
-// their ledger rows are committed), a second signal stops at once.
+// it accepts connections; SIGINT/SIGTERM drain and stop as every server does
+// (cli/serve_until_signal.h): in-flight requests finish and their ledger rows
+// are committed; a second signal cuts the drain short.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <thread>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/serve_until_signal.h"
 #include "gateway/calibrate.h"
 #include "gateway/canned_upstream.h"
 #include "gateway/gateway_server.h"
@@ -42,12 +43,7 @@ int Fail(const Status& s) {
 }
 
 int RunGateway(const GatewayFlags& f) {
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  const sigset_t sigs = BlockShutdownSignals();
 
   auto cfg = gateway::LoadGatewayConfig(f.config);
   if (!cfg.ok()) return Fail(cfg.status());
@@ -69,39 +65,28 @@ int RunGateway(const GatewayFlags& f) {
               (*server)->port(), tiers);
   std::fflush(stdout);
 
-  int sig = 0;
-  sigwait(&sigs, &sig);
-  log::Info("{}: draining (grace {} s; signal again to stop now)",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", f.drain_grace_s);
-  std::thread waiter([&] {
-    int s2 = 0;
-    sigwait(&sigs, &s2);
-    log::Warn("second signal: stopping now");
-    std::_Exit(1);
-  });
-  (*server)->Drain(f.drain_grace_s);
-  (*server)->Stop();
-  log::Info("stopped");
-  waiter.detach();
-  std::_Exit(0);
+  gateway::GatewayServer& gw = **server;
+  const int code = ServeUntilSignal(sigs, {.begin_drain = [&gw] { gw.BeginDrain(); },
+                                           .in_flight = [&gw] { return gw.active_requests(); },
+                                           .stop = [&gw] { gw.Stop(); },
+                                           .drain_grace_s = f.drain_grace_s,
+                                           .name = "brisk gateway"});
+  std::_Exit(code);
 }
 
 int RunCannedUpstream(const gateway::CannedUpstreamOptions& o) {
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  const sigset_t sigs = BlockShutdownSignals();
   auto server = gateway::StartCannedUpstream(o);
   if (!server.ok()) return Fail(server.status());
   std::printf("brisk canned-upstream: listening on http://%s:%d\n", o.host.c_str(),
               (*server)->port());
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&sigs, &sig);
-  (*server)->Stop();
-  return 0;
+  http::Server& canned = **server;
+  ServingLifecycle lifecycle;  // nothing to drain: a canned answer is immediate
+  lifecycle.stop = [&canned] { canned.Stop(); };
+  lifecycle.drain_grace_s = 0;
+  lifecycle.name = "brisk canned-upstream";
+  return ServeUntilSignal(sigs, lifecycle);
 }
 
 // `brisk gateway calibrate`: the cascade's first tier answers the golden set;

@@ -7,22 +7,13 @@ namespace brisk {
 EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threads) {
   EngineOptions eo;
   eo.n_threads = n_threads;
-  eo.block_size = config.cache.block_size;
+  eo.scheduler = config.scheduler;  // the SchedulerOptions part
   eo.kv_budget_bytes = config.scheduler.kv_cache_bytes;
   const auto kv_type = ParseKvPrecision(config.cache.kv_precision);  // Start() checked it
   eo.kv_type = kv_type.ok() ? *kv_type : KvType::kF16;
-  eo.max_batch_tokens = config.scheduler.max_batch_tokens;
-  eo.max_concurrent_sequences = config.scheduler.max_concurrent_sequences;
-  eo.prefill_chunk_tokens = config.scheduler.prefill_chunk_tokens;
-  eo.continuous_batching = config.scheduler.continuous_batching;
-  eo.prefix_cache = config.cache.prefix_cache;
-  eo.aging_s = config.scheduler.aging_seconds;
-  eo.fair_share = config.scheduler.fair_share;
   using Overlap = EngineOptions::MaskOverlap;
   const std::string& mo = config.scheduler.grammar_mask_overlap;
   eo.mask_overlap = mo == "on" ? Overlap::kOn : mo == "off" ? Overlap::kOff : Overlap::kAuto;
-  eo.max_waiting[0] = config.limits.max_queue_interactive;
-  eo.max_waiting[1] = config.limits.max_queue_batch;
   eo.max_context_tokens = config.model.max_context_tokens;
   eo.prefault_kv = true;  // first requests do not pay the KV pool's page faults
   const auto& sp = config.speculative;

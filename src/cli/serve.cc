@@ -4,13 +4,13 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cli/local_serving.h"
+#include "cli/serve_until_signal.h"
 #include "cli/serving_gate.h"
 #include "config/inference_config.h"
 #include "util/log.h"
@@ -61,22 +61,14 @@ void InitLogging(const InferenceConfig::Logging& c) {
   log::Init(level.ok() ? *level : log::Level::kInfo, format.ok() ? *format : log::Format::kText);
 }
 
-int RunServe(const ServeFlags& f) {
-  // Block the shutdown signals in every thread; the main thread waits for them.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-
+// The serving profile: the config file (if any) with the flags over it, and
+// logging set up as it says.
+Expected<InferenceConfig> ServeConfig(const ServeFlags& f) {
   InferenceConfig cfg;
   if (!f.log_level.empty()) cfg.logging.level = f.log_level;
   InitLogging(cfg.logging);  // until the config is read: text, at the flag's level
   if (!f.config.empty()) {
-    auto c = LoadInferenceConfig(f.config);
-    if (!c.ok()) return Fail(c.status());
-    cfg = std::move(*c);
+    ASSIGN_OR_RETURN(cfg, LoadInferenceConfig(f.config));
   }
   if (!f.log_level.empty()) cfg.logging.level = f.log_level;
   InitLogging(cfg.logging);
@@ -95,21 +87,136 @@ int RunServe(const ServeFlags& f) {
     cfg.scheduler.max_concurrent_sequences = static_cast<int>(f.max_concurrent);
   if (!f.kv_cache.empty()) {
     auto b = ParseByteSize(f.kv_cache);
-    if (!b.ok()) return Fail(b.status().WithContext("--kv-cache"));
+    if (!b.ok()) return b.status().WithContext("--kv-cache");
     cfg.scheduler.kv_cache_bytes = *b;
   }
-  if (f.no_prefix_cache) cfg.cache.prefix_cache = false;
+  if (f.no_prefix_cache) cfg.scheduler.prefix_cache = false;
   if (f.static_batching) cfg.scheduler.continuous_batching = false;
   if (!f.draft_model.empty()) {
     cfg.speculative.method = "draft";
     cfg.speculative.draft_model = f.draft_model;
   }
-
-  const std::string path = cfg.model.path.empty() ? DefaultModelPath() : cfg.model.path;
-  int threads = cfg.scheduler.threads;
-  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   if (!f.precision.empty()) cfg.model.precision = f.precision;
   if (!f.kv_precision.empty()) cfg.cache.kv_precision = f.kv_precision;
+  if (cfg.model.path.empty()) cfg.model.path = DefaultModelPath();
+  return cfg;
+}
+
+// What the golden-set gate said of the served configuration.
+struct GateDecision {
+  bool changed = false;  // a serving change: it needs a passing report
+  bool keyed = false;    // the serving key was computed (changed, or --serving-key)
+  bool gated = true;     // false: served --allow-ungated without a passing report
+  ServingKey key;
+  std::string report;  // the passing report's path (changed and gated)
+};
+
+// A precision other than the file's own, a KV precision other than F16, or a
+// RoPE scaling other than the file's is a serving change: it starts only with
+// a passing golden-set gate report for exactly this model file, precision, KV
+// precision, scaling and engine version (serving_gate.h), or with
+// --allow-ungated, which it then says in the log, /metrics and /v1/models. The
+// defaults need no gate, so only a changed configuration hashes the whole file
+// (seconds for a large model).
+Expected<GateDecision> CheckServingGate(const ServeFlags& f, const InferenceConfig& cfg,
+                                        const Model& model, bool precision_changed,
+                                        KvType kv_type) {
+  GateDecision g;
+  const std::string rope =
+      cfg.model.rope_scaling == "file" ? "file" : RopeScalingKey(model.config().rope_scaling);
+  g.changed = precision_changed || kv_type != KvType::kF16 || rope != "file";
+  // --serving-key: the file's own precision reports its key too, so a new
+  // model file can pass a gate of its own (`brisk eval golden --save-gate`,
+  // then the gateway's rollout gate), at the cost of hashing the file.
+  g.keyed = g.changed || f.serving_key;
+  if (g.keyed) {
+    g.key.model_hash = ModelFileHash(model.file().bytes());
+    g.key.precision = cfg.model.precision;
+    g.key.kv_precision = cfg.cache.kv_precision;
+    g.key.rope = rope;
+  }
+  if (!g.changed) return g;
+  const std::string gate_dir = f.gate_dir.empty() ? DefaultGateDir() : f.gate_dir;
+  auto report = FindPassingGateReport(gate_dir, g.key);
+  if (report.ok()) {
+    g.report = *report;
+    return g;
+  }
+  if (f.allow_ungated) {
+    g.gated = false;
+    return g;
+  }
+  return InvalidArgument(
+      "model.precision {} with cache.kv_precision {}{} is a serving change and needs a "
+      "passing golden-set gate report ({}). Make one: start this server with --allow-ungated, "
+      "run "
+      "`brisk eval golden --set <set.jsonl> --url <its url> --model-file {} --save-gate {}` "
+      "(every threshold of the set's gate file must hold: its answers through the server "
+      "and, where the gate names max_kld / min_same_top1, this configuration's KL divergence "
+      "from the file's native one, scored by that command; the shipped sets are "
+      "bench/golden/smollm2.jsonl and gemma3.jsonl), then start it again without "
+      "--allow-ungated",
+      cfg.model.precision, cfg.cache.kv_precision,
+      rope == "file" ? "" : " and RoPE scaling " + rope, report.status().message(), cfg.model.path,
+      gate_dir);
+}
+
+// What /v1/models, /metrics and the log say of the served configuration, and
+// the line scripts read the port from.
+void Announce(const InferenceConfig& cfg, const Model& model, const GateDecision& gate,
+              const std::string& id, int threads, OpenAiServer& server) {
+  nlohmann::ordered_json info = {{"precision", cfg.model.precision},
+                                 {"kv_precision", cfg.cache.kv_precision},
+                                 {"gated", gate.gated}};
+  if (gate.keyed) info["serving_key"] = gate.key.ToJson();
+  if (const RopeScaling& rs = model.config().rope_scaling; rs.type != RopeScaling::Type::kNone)
+    info["rope_scaling"] = {{"type", RopeScalingTypeName(rs.type)},
+                            {"factor", rs.factor},
+                            {"original_context", rs.original_context},
+                            {"context", model.config().context_length}};
+  if (gate.changed) info["gate_report"] = gate.report;
+  server.SetServingInfo(info);
+  server.registry()
+      .GetGauge("brisk:serving_ungated",
+                "1 when a converted precision or KV precision is served without a passing gate "
+                "report (--allow-ungated)")
+      ->Set(gate.gated ? 0 : 1);
+  if (!gate.gated) {
+    log::Warn(
+        "serving {} with precision {} and KV precision {} WITHOUT a passing golden-set gate "
+        "(--allow-ungated; serving key {})",
+        id, cfg.model.precision, cfg.cache.kv_precision, gate.key.Id());
+  } else if (!gate.report.empty()) {
+    log::Info("precision {}, KV precision {}: gate report {}", cfg.model.precision,
+              cfg.cache.kv_precision, gate.report);
+  }
+  std::printf(
+      "brisk: serving %s on http://%s:%d (threads %d, %s batching, prefix cache %s, KV %s)\n",
+      id.c_str(), cfg.server.host.c_str(), server.port(), threads,
+      cfg.scheduler.continuous_batching ? "continuous" : "static",
+      cfg.scheduler.prefix_cache ? "on" : "off", cfg.cache.kv_precision.c_str());
+  std::fflush(stdout);
+  // The line above is for people and scripts (it has the port); a JSON log
+  // gets the same as an event.
+  if (log::GetFormat() == log::Format::kJson) {
+    log::Info("serving {} on http://{}:{} (threads {}, {} batching, prefix cache {})", id,
+              cfg.server.host, server.port(), threads,
+              cfg.scheduler.continuous_batching ? "continuous" : "static",
+              cfg.scheduler.prefix_cache ? "on" : "off");
+  }
+}
+
+// Load the config, load the model, check the gate, start, serve until a
+// signal (cli/serve_until_signal.h).
+int RunServe(const ServeFlags& f) {
+  const sigset_t sigs = BlockShutdownSignals();  // before any thread starts
+
+  auto config = ServeConfig(f);
+  if (!config.ok()) return Fail(config.status());
+  const InferenceConfig& cfg = *config;
+  const std::string& path = cfg.model.path;
+  int threads = cfg.scheduler.threads;
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   auto kv_type = ParseKvPrecision(cfg.cache.kv_precision);
   if (!kv_type.ok()) return Fail(kv_type.status().WithContext("cache.kv_precision"));
   auto precision = LoadPrecisionType(cfg.model.precision);
@@ -119,123 +226,28 @@ int RunServe(const ServeFlags& f) {
   if (Status st = SetRopeScaling(cfg.model, &load_options); !st.ok()) return Fail(st);
   auto model = Model::Load(path, load_options);
   if (!model.ok()) return Fail(model.status().WithContext("loading " + path));
-  // A precision other than the file's own, a KV precision other than F16,
-  // or a RoPE scaling other than the file's is a serving change: it starts
-  // only with a passing golden-set gate report for exactly this model file,
-  // precision, KV precision, scaling and engine version (serving_gate.h), or
-  // with --allow-ungated, which it then says in
-  // the log, /metrics and /v1/models. The defaults need no gate, so only a
-  // changed configuration hashes the whole file (seconds for a large model).
-  ServingKey key;
-  const std::string gate_dir = f.gate_dir.empty() ? DefaultGateDir() : f.gate_dir;
-  bool gated = true;
-  std::string gate_report;
-  const std::string rope =
-      cfg.model.rope_scaling == "file" ? "file" : RopeScalingKey((*model)->config().rope_scaling);
-  const bool changed = precision->to.has_value() || *kv_type != KvType::kF16 || rope != "file";
-  // --serving-key: the file's own precision reports its key too, so a new
-  // model file can pass a gate of its own (`brisk eval golden --save-gate`,
-  // then the gateway's rollout gate), at the cost of hashing the file.
-  const bool keyed = changed || f.serving_key;
-  if (keyed) {
-    key.model_hash = ModelFileHash((*model)->file().bytes());
-    key.precision = cfg.model.precision;
-    key.kv_precision = cfg.cache.kv_precision;
-    key.rope = rope;
-  }
-  if (changed) {
-    auto report = FindPassingGateReport(gate_dir, key);
-    if (report.ok()) {
-      gate_report = *report;
-    } else if (f.allow_ungated) {
-      gated = false;
-    } else {
-      return Fail(InvalidArgument(
-          "model.precision {} with cache.kv_precision {}{} is a serving change and needs a "
-          "passing golden-set gate report ({}). Make one: start this server with --allow-ungated, "
-          "run "
-          "`brisk eval golden --set <set.jsonl> --url <its url> --model-file {} --save-gate {}` "
-          "(every threshold of the set's gate file must hold: its answers through the server "
-          "and, where the gate names max_kld / min_same_top1, this configuration's KL divergence "
-          "from the file's native one, scored by that command; the shipped sets are "
-          "bench/golden/smollm2.jsonl and gemma3.jsonl), then start it again without "
-          "--allow-ungated",
-          cfg.model.precision, cfg.cache.kv_precision,
-          rope == "file" ? "" : " and RoPE scaling " + rope, report.status().message(), path,
-          gate_dir));
-    }
-  }
+
+  auto gate = CheckServingGate(f, cfg, **model, precision->to.has_value(), *kv_type);
+  if (!gate.ok()) return Fail(gate.status());
+
   auto tok = Tokenizer::FromGguf((*model)->file());
   if (!tok.ok()) return Fail(tok.status().WithContext("loading the tokenizer of " + path));
   std::string id = cfg.model.name;
   if (id.empty()) id = std::filesystem::path(path).stem().string();
-
   auto serving = LocalServing::Start(cfg, **model, **tok, id, threads);
   if (!serving.ok()) return Fail(serving.status());
   OpenAiServer& server = (*serving)->server();
-  nlohmann::ordered_json info = {{"precision", cfg.model.precision},
-                                 {"kv_precision", cfg.cache.kv_precision},
-                                 {"gated", gated}};
-  if (keyed) info["serving_key"] = key.ToJson();
-  if (const RopeScaling& rs = (*model)->config().rope_scaling; rs.type != RopeScaling::Type::kNone)
-    info["rope_scaling"] = {{"type", RopeScalingTypeName(rs.type)},
-                            {"factor", rs.factor},
-                            {"original_context", rs.original_context},
-                            {"context", (*model)->config().context_length}};
-  if (changed) info["gate_report"] = gate_report;
-  server.SetServingInfo(info);
-  server.registry()
-      .GetGauge("brisk:serving_ungated",
-                "1 when a converted precision or KV precision is served without a passing gate "
-                "report (--allow-ungated)")
-      ->Set(gated ? 0 : 1);
-  if (!gated) {
-    log::Warn(
-        "serving {} with precision {} and KV precision {} WITHOUT a passing golden-set gate "
-        "(--allow-ungated; serving key {})",
-        id, cfg.model.precision, cfg.cache.kv_precision, key.Id());
-  } else if (!gate_report.empty()) {
-    log::Info("precision {}, KV precision {}: gate report {}", cfg.model.precision,
-              cfg.cache.kv_precision, gate_report);
-  }
-  std::printf(
-      "brisk: serving %s on http://%s:%d (threads %d, %s batching, prefix cache %s, KV %s)\n",
-      id.c_str(), cfg.server.host.c_str(), server.port(), threads,
-      cfg.scheduler.continuous_batching ? "continuous" : "static",
-      cfg.cache.prefix_cache ? "on" : "off", cfg.cache.kv_precision.c_str());
-  std::fflush(stdout);
-  // The line above is for people and scripts (it has the port); a JSON log
-  // gets the same as an event.
-  if (log::GetFormat() == log::Format::kJson) {
-    log::Info("serving {} on http://{}:{} (threads {}, {} batching, prefix cache {})", id,
-              cfg.server.host, server.port(), threads,
-              cfg.scheduler.continuous_batching ? "continuous" : "static",
-              cfg.cache.prefix_cache ? "on" : "off");
-  }
+  Announce(cfg, **model, *gate, id, threads, server);
 
-  int sig = 0;
-  sigwait(&sigs, &sig);
-  log::Info("{}: draining (grace {} s; signal again to stop now)",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", cfg.server.drain_grace_s);
-  server.BeginDrain();
-  std::atomic<bool> second{false};
-  std::thread waiter([&] {
-    int s2 = 0;
-    sigwait(&sigs, &s2);
-    second = true;
-  });
-  const auto until =
-      std::chrono::steady_clock::now() +
-      std::chrono::milliseconds(static_cast<int64_t>(cfg.server.drain_grace_s * 1000));
-  while (!second.load() && server.active_requests() > 0 && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const int64_t left = server.active_requests();
-  (*serving)->Stop();
-  if (left > 0) log::Warn("stopped with {} requests cancelled", left);
-  log::Info("stopped");
-  // The waiter may still block in sigwait: leave without joining it.
-  waiter.detach();
-  std::_Exit(0);
+  LocalServing& local = **serving;
+  const int code =
+      ServeUntilSignal(sigs, {.begin_drain = [&server] { server.BeginDrain(); },
+                              .in_flight = [&server] { return server.active_requests(); },
+                              .stop = [&local] { local.Stop(); },
+                              .drain_grace_s = cfg.server.drain_grace_s,
+                              .name = "brisk serve"});
+  // Everything has stopped; the process's memory goes back with it.
+  std::_Exit(code);
 }
 
 }  // namespace

@@ -144,6 +144,16 @@ int LineOf(const YAML::Node& n, int fallback) {
   return line >= 0 ? line + 1 : fallback;
 }
 
+std::vector<Field> Reader::SectionFields(const std::vector<Section>& sections) {
+  std::vector<Field> top;
+  for (const Section& s : sections) {
+    top.push_back({s.name, [this, &s, &sections](const YAML::Node& v, const Loc& at) {
+                     return ReadMap(v, at, s.fields, sections);
+                   }});
+  }
+  return top;
+}
+
 Status Reader::ReadMap(const YAML::Node& map, const Loc& at, const std::vector<Field>& fields,
                        const std::vector<Section>& others) {
   std::string where = at.path.empty() ? std::string("the top level") : fmt::format("'{}'", at.path);

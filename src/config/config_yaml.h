@@ -1,6 +1,7 @@
-// Reading YAML nodes into typed config fields, for config.cc. Internal to
-// the inference.yaml loader: every problem becomes a Status
-// "file:line: path: what is wrong (what is allowed)".
+// Reading YAML nodes into typed config fields, for every YAML file the
+// project reads (inference.yaml, gateway.yaml, rollout specs, golden sets):
+// every problem becomes a Status "file:line: path: what is wrong (what is
+// allowed)".
 #pragma once
 
 #include <fmt/format.h>
@@ -69,6 +70,9 @@ class Reader {
   // section it belongs in.
   Status ReadMap(const YAML::Node& map, const Loc& at, const std::vector<Field>& fields,
                  const std::vector<Section>& others);
+  // One top-level field per section, reading its map with ReadMap; `sections`
+  // must outlive the fields.
+  std::vector<Field> SectionFields(const std::vector<Section>& sections);
 
   // Line of a key that was set, or 0.
   int LineOfKey(std::string_view path) const;

@@ -44,6 +44,11 @@ constexpr std::string_view kRopeScalings[] = {"file", "none", "linear", "yarn"};
 
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
 
+std::vector<Field> Concat(std::vector<Field> a, std::initializer_list<Field> b) {
+  a.insert(a.end(), b);
+  return a;
+}
+
 // The sections with their fields, bound to `c`. Ranges are sanity bounds: they
 // catch typos and unit mistakes, not what a machine can do.
 std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
@@ -77,15 +82,15 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"prefill_chunk_tokens", r.Int(&s.prefill_chunk_tokens, 0, 1 << 20)},
            {"threads", r.Int(&s.threads, 0, 4096)},
            {"kv_cache_bytes", r.Bytes(&s.kv_cache_bytes, kMaxBytes)},
-           {"aging_seconds", r.Seconds(&s.aging_seconds, false, kDay)},
+           {"aging_seconds", r.Seconds(&s.aging_s, false, kDay)},
            {"fair_share", r.Bool(&s.fair_share)},
            {"grammar_mask_overlap", r.OneOf(&s.grammar_mask_overlap, kMaskOverlapModes)},
        }},
       {"cache",
        {
            {"kv_cache", r.Bool(&k.kv_cache)},
-           {"prefix_cache", r.Bool(&k.prefix_cache)},
-           {"block_size", r.PowerOfTwo(&k.block_size, 256)},
+           {"prefix_cache", r.Bool(&s.prefix_cache)},
+           {"block_size", r.PowerOfTwo(&s.block_size, 256)},
            {"kv_precision", r.OneOf(&k.kv_precision, kKvPrecisions)},
            {"share_prefix_across_tenants", r.Bool(&k.share_prefix_across_tenants)},
        }},
@@ -94,27 +99,21 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"streaming", r.Bool(&o.streaming)},
            {"cancel_on_disconnect", r.Bool(&o.cancel_on_disconnect)},
        }},
-      {"server",
-       {
-           {"host", r.String(&v.host, false)},
-           {"port", r.Int(&v.port, 0, 65535)},
-           {"http_threads", r.Int(&v.http_threads, 1, 1024)},
-           {"max_body_bytes", r.Bytes(&v.max_body_bytes, int64_t{1} << 30)},
-           {"request_timeout_s", r.Seconds(&v.request_timeout_s, true, kDay)},
-           {"idle_timeout_s", r.Seconds(&v.idle_timeout_s, true, kDay)},
-           {"max_connections", r.Int(&v.max_connections, 1, 1000000)},
-           {"drain_grace_s", r.Seconds(&v.drain_grace_s, false, kDay)},
-           {"metrics_require_key", r.Bool(&v.metrics_require_key)},
-           {"unknown_request_fields", r.OneOf(&v.unknown_request_fields, kUnknownFieldModes)},
-           {"model_names", r.OneOf(&v.model_names, kModelNameModes)},
-       }},
+      {"server", Concat(ListenerFields(r, v),
+                        {
+                            {"drain_grace_s", r.Seconds(&v.drain_grace_s, false, kDay)},
+                            {"metrics_require_key", r.Bool(&v.metrics_require_key)},
+                            {"unknown_request_fields",
+                             r.OneOf(&v.unknown_request_fields, kUnknownFieldModes)},
+                            {"model_names", r.OneOf(&v.model_names, kModelNameModes)},
+                        })},
       {"limits",
        {
            {"max_tokens", r.Int(&l.max_tokens, 1, 1 << 24)},
            {"default_max_tokens", r.Int(&l.default_max_tokens, 1, 1 << 24)},
            {"max_n", r.Int(&l.max_n, 1, 128)},
-           {"max_queue_interactive", r.Int(&l.max_queue_interactive, 1, 1 << 24)},
-           {"max_queue_batch", r.Int(&l.max_queue_batch, 1, 1 << 24)},
+           {"max_queue_interactive", r.Int(&s.max_waiting[0], 1, 1 << 24)},
+           {"max_queue_batch", r.Int(&s.max_waiting[1], 1, 1 << 24)},
            {"default_timeout_s", r.Seconds(&l.default_timeout_s, true, 7 * kDay)},
            {"max_timeout_s", r.Seconds(&l.max_timeout_s, true, 7 * kDay)},
            {"max_stop_strings", r.Int(&l.max_stop_strings, 0, 64)},
@@ -279,7 +278,7 @@ Status CheckConsistency(const Reader& r, const InferenceConfig& c) {
                             line("model.rope_original_context", "model.max_context_tokens"));
     return r.Error(at, "{}", st.message());
   }
-  if (c.cache.prefix_cache && !c.cache.kv_cache) {
+  if (c.scheduler.prefix_cache && !c.cache.kv_cache) {
     return r.Error(line("cache.prefix_cache", "cache.kv_cache"),
                    "cache.prefix_cache: true needs cache.kv_cache: true (set prefix_cache: "
                    "false to run without a KV cache)");
@@ -312,12 +311,7 @@ Expected<InferenceConfig> ParseDocument(const YAML::Node& doc, std::string_view 
   InferenceConfig c;
   Reader r(filename);
   std::vector<Section> sections = BuildSchema(r, c);
-  std::vector<Field> top;
-  for (const Section& s : sections) {
-    top.push_back({s.name, [&r, &s, &sections](const YAML::Node& v, const Loc& at) {
-                     return r.ReadMap(v, at, s.fields, sections);
-                   }});
-  }
+  std::vector<Field> top = r.SectionFields(sections);
   top.push_back({"keys", [&r, &c](const YAML::Node& v, const Loc& at) {
                    return ReadKeys(r, v, at, &c.keys);
                  }});

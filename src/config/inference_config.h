@@ -13,17 +13,12 @@
 #include <string_view>
 #include <vector>
 
+#include "config/listener_config.h"
+#include "engine/scheduler_options.h"
+#include "http/caller_identity.h"  // ApiKeyConfig
 #include "util/status.h"
 
 namespace brisk {
-
-struct ApiKeyConfig {
-  std::string key;      // bearer token; from `key:` or the variable named by `key_env:`
-  std::string tenant;   // required
-  std::string feature;  // optional cost-attribution tag; "" = none
-  std::string name;     // what logs, the cost ledger and budgets call the key; default: tenant
-  bool operator==(const ApiKeyConfig&) const = default;
-};
 
 struct InferenceConfig {
   struct Model {
@@ -39,22 +34,19 @@ struct InferenceConfig {
     int64_t rope_original_context = 0;  // 0 = the file's trained context
     bool operator==(const Model&) const = default;
   } model;
-  struct Scheduler {
-    bool continuous_batching = true;
-    int max_concurrent_sequences = 64;
-    int max_batch_tokens = 512;                   // tokens per engine step, all sequences
-    int prefill_chunk_tokens = 0;                 // 0 = max_batch_tokens
+  // The scheduler's options (engine/scheduler_options.h) as the profile sets
+  // them: scheduler.{continuous_batching, max_concurrent_sequences,
+  // max_batch_tokens, prefill_chunk_tokens, fair_share, aging_seconds (aging_s)},
+  // cache.{block_size, prefix_cache} and limits.{max_queue_interactive,
+  // max_queue_batch} (max_waiting), plus the engine's own scheduler keys.
+  struct Scheduler : SchedulerOptions {
     int threads = 0;                              // 0 = all cores
     int64_t kv_cache_bytes = int64_t{512} << 20;  // YAML: integer or "512MiB", "2GiB", "1.5GB"
-    bool fair_share = true;                       // running slots shared equally between tenants
-    double aging_seconds = 5;                     // batch requests waiting this long are promoted
     std::string grammar_mask_overlap = "auto";    // auto | on | off (EngineOptions::mask_overlap)
     bool operator==(const Scheduler&) const = default;
   } scheduler;
   struct Cache {
-    bool kv_cache = true;
-    bool prefix_cache = true;          // requires kv_cache
-    int block_size = 16;               // tokens per KV block; power of two in 1..256
+    bool kv_cache = true;              // prefix_cache and block_size: in scheduler
     std::string kv_precision = "f16";  // one of KvPrecisionNames() (model/kv_cache.h)
     bool share_prefix_across_tenants = false;
     bool operator==(const Cache&) const = default;
@@ -64,14 +56,7 @@ struct InferenceConfig {
     bool cancel_on_disconnect = true;
     bool operator==(const Response&) const = default;
   } response;
-  struct Server {
-    std::string host = "127.0.0.1";
-    int port = 8000;  // 0 = pick a free port
-    int http_threads = 1;
-    int64_t max_body_bytes = int64_t{4} << 20;  // YAML: integer or size with unit
-    double request_timeout_s = 10;              // reading one request (headers + body)
-    double idle_timeout_s = 60;                 // keep-alive connection with no request
-    int max_connections = 10000;
+  struct Server : ListenerConfig {
     double drain_grace_s = 30;         // on shutdown, in-flight requests get this long
     bool metrics_require_key = false;  // /metrics answers only with an API key (when keys exist)
     // Request bodies with keys the API does not know: "reject" (a 400, as
@@ -88,8 +73,6 @@ struct InferenceConfig {
     int max_tokens = 4096;  // server cap for a request's max_tokens
     int default_max_tokens = 256;
     int max_n = 8;
-    int max_queue_interactive = 256;
-    int max_queue_batch = 1024;
     double default_timeout_s = 600;
     double max_timeout_s = 3600;
     int max_stop_strings = 4;

@@ -53,7 +53,7 @@ InferenceConfig SeedsExpected() {
   c.scheduler.max_concurrent_sequences = 128;
   c.scheduler.max_batch_tokens = 32768;
   c.cache.kv_cache = true;
-  c.cache.prefix_cache = true;
+  c.scheduler.prefix_cache = true;
   c.response.streaming = true;
   c.response.cancel_on_disconnect = true;
   return c;
@@ -130,9 +130,9 @@ keys:
   EXPECT_EQ(c.scheduler.prefill_chunk_tokens, 256);
   EXPECT_EQ(c.scheduler.threads, 8);
   EXPECT_EQ(c.scheduler.kv_cache_bytes, int64_t{2} << 30);
-  EXPECT_EQ(c.scheduler.aging_seconds, 2.5);
-  EXPECT_FALSE(c.cache.prefix_cache);
-  EXPECT_EQ(c.cache.block_size, 32);
+  EXPECT_EQ(c.scheduler.aging_s, 2.5);
+  EXPECT_FALSE(c.scheduler.prefix_cache);
+  EXPECT_EQ(c.scheduler.block_size, 32);
   EXPECT_TRUE(c.cache.share_prefix_across_tenants);
   EXPECT_FALSE(c.response.streaming);
   EXPECT_FALSE(c.response.cancel_on_disconnect);
@@ -149,8 +149,8 @@ keys:
   EXPECT_EQ(c.limits.max_tokens, 8192);
   EXPECT_EQ(c.limits.default_max_tokens, 8192);
   EXPECT_EQ(c.limits.max_n, 1);
-  EXPECT_EQ(c.limits.max_queue_interactive, 10);
-  EXPECT_EQ(c.limits.max_queue_batch, 20);
+  EXPECT_EQ(c.scheduler.max_waiting[0], 10);
+  EXPECT_EQ(c.scheduler.max_waiting[1], 20);
   EXPECT_EQ(c.limits.default_timeout_s, 30);
   EXPECT_EQ(c.limits.max_timeout_s, 30);
   EXPECT_EQ(c.limits.max_stop_strings, 0);
@@ -312,8 +312,8 @@ TEST(ConfigTest, Seconds) {
               HasSubstr("expected a non-negative number of seconds, got '-1'"));
   EXPECT_THAT(ErrorOf("scheduler: {aging_seconds: .inf}\n"), HasSubstr("got '.inf'"));
   EXPECT_THAT(ErrorOf("scheduler: {aging_seconds: nan}\n"), HasSubstr("got 'nan'"));
-  EXPECT_EQ(Parse("scheduler: {aging_seconds: 0}\n").scheduler.aging_seconds, 0);
-  EXPECT_EQ(Parse("scheduler: {aging_seconds: 1e-3}\n").scheduler.aging_seconds, 0.001);
+  EXPECT_EQ(Parse("scheduler: {aging_seconds: 0}\n").scheduler.aging_s, 0);
+  EXPECT_EQ(Parse("scheduler: {aging_seconds: 1e-3}\n").scheduler.aging_s, 0.001);
 }
 
 TEST(ConfigTest, WrongType) {
@@ -346,7 +346,7 @@ TEST(ConfigTest, Bools) {
 
 TEST(ConfigTest, BlockSizeIsAPowerOfTwo) {
   for (int ok : {1, 2, 16, 64, 256}) {
-    EXPECT_EQ(Parse(fmt::format("cache: {{block_size: {}}}\n", ok)).cache.block_size, ok);
+    EXPECT_EQ(Parse(fmt::format("cache: {{block_size: {}}}\n", ok)).scheduler.block_size, ok);
   }
   for (const char* bad : {"0", "24", "512", "-16", "x"}) {
     EXPECT_EQ(ErrorOf(fmt::format("cache: {{block_size: {}}}\n", bad)),

@@ -27,30 +27,22 @@ Engine::Engine(Model& model, const Tokenizer& tokenizer, const EngineOptions& op
               ? std::min<int64_t>(options.max_context_tokens, model.config().context_length)
               : model.config().context_length),
       threads_(options.n_threads),
-      kv_(model.kv_shape(options.block_size, options.kv_type, options.window_paging),
+      kv_(model.kv_shape(options.scheduler.block_size, options.kv_type, options.window_paging),
           KvCache::BlocksForBudget(
-              model.kv_shape(options.block_size, options.kv_type, options.window_paging),
+              model.kv_shape(options.scheduler.block_size, options.kv_type, options.window_paging),
               options.kv_budget_bytes)),
       pool_(kv_.num_blocks(), kv_.shape().local_groups),
       scheduler_(
           [&] {
-            SchedulerOptions s;
-            s.max_batch_tokens = options.max_batch_tokens;
-            s.max_concurrent_sequences = options.max_concurrent_sequences;
-            s.prefill_chunk_tokens = options.prefill_chunk_tokens;
-            s.block_size = options.block_size;
-            s.continuous_batching = options.continuous_batching;
-            s.prefix_cache = options.prefix_cache;
-            s.aging_s = options.aging_s;
-            s.fair_share = options.fair_share;
-            for (int p = 0; p < kNumPriorities; ++p) s.max_waiting[p] = options.max_waiting[p];
-            if (kv_.shape().local_groups > 0) s.sliding_window = model.config().sliding_window;
+            SchedulerOptions s = options.scheduler;
+            s.sliding_window = kv_.shape().local_groups > 0 ? model.config().sliding_window : 0;
             return s;
           }(),
           &pool_),
       outputs_(tokenizer, context_limit_),
-      speculator_(options.speculative, model.weight_bytes(), kv_.num_blocks(), options.block_size,
-                  options.prefix_cache, PrefillTokenWeight(model.config())),
+      speculator_(options.speculative, model.weight_bytes(), kv_.num_blocks(),
+                  options.scheduler.block_size, options.scheduler.prefix_cache,
+                  PrefillTokenWeight(model.config())),
       t0_(Clock::now()) {
   if (options.prefault_kv) kv_.Prefault();
   using Overlap = EngineOptions::MaskOverlap;
@@ -73,9 +65,9 @@ Status Engine::Validate(const GenerationRequest& r) const {
   if (static_cast<int64_t>(r.prompt.size()) + r.max_tokens > ctx)
     return OutOfRange("prompt ({} tokens) + max_tokens ({}) exceeds the context length {}",
                       r.prompt.size(), r.max_tokens, ctx);
-  if (r.n > opts_.max_concurrent_sequences)
+  if (r.n > opts_.scheduler.max_concurrent_sequences)
     return OutOfRange("n = {} samples can never run at once: at most {} sequences run together",
-                      r.n, opts_.max_concurrent_sequences);
+                      r.n, opts_.scheduler.max_concurrent_sequences);
   // Every sample needs its own blocks for what it generates (plus the shared
   // last prompt block it copies on its first write); the prompt is shared.
   const int64_t need_blocks =

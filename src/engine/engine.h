@@ -36,17 +36,11 @@ namespace brisk {
 
 struct EngineOptions {
   int n_threads = 2;
-  int block_size = 16;
+  // Batching, block size, prefix cache, priorities, queue bounds
+  // (sliding_window is set from the model).
+  SchedulerOptions scheduler;
   int64_t kv_budget_bytes = 512ll << 20;
-  KvType kv_type = KvType::kF16;  // cache.kv_precision
-  int max_batch_tokens = 512;     // tokens per forward step
-  int max_concurrent_sequences = 64;
-  int prefill_chunk_tokens = 0;  // 0 = max_batch_tokens
-  bool continuous_batching = true;
-  bool prefix_cache = true;
-  double aging_s = 5;
-  bool fair_share = true;  // running slots shared equally between tenants
-  int max_waiting[kNumPriorities] = {256, 1024};
+  KvType kv_type = KvType::kF16;   // cache.kv_precision
   int64_t max_context_tokens = 0;  // 0 = the model's context length
   bool prefault_kv = false;        // commit the KV pool's memory at construction
   // Sliding-window models: blocks the window has left give their local

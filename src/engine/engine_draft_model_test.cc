@@ -78,7 +78,7 @@ class EngineDraftModelTest : public DefaultModelTest {
 
 TEST_F(EngineDraftModelTest, GreedyIsIdenticalAtBatch1) {
   EngineOptions o;
-  o.max_concurrent_sequences = 1;
+  o.scheduler.max_concurrent_sequences = 1;
   const auto reqs = Requests(24);
   const Run off = RunAll(o, reqs);
   const Run on = RunAll(WithDraft(o), reqs);
@@ -91,7 +91,7 @@ TEST_F(EngineDraftModelTest, GreedyIsIdenticalAtBatch1) {
 
 TEST_F(EngineDraftModelTest, GreedyIsIdenticalAtBatch16AndUnderPreemption) {
   EngineOptions o;
-  o.max_concurrent_sequences = 16;
+  o.scheduler.max_concurrent_sequences = 16;
   const auto reqs = Requests(24);
   const Run off = RunAll(o, reqs);
   const Run on = RunAll(WithDraft(o), reqs);
@@ -123,7 +123,7 @@ TEST_F(EngineDraftModelTest, DraftReadsPromptsDuringPrefillAndSharedPrefixesOnce
                         "Ships float because"})
     reqs.push_back(Greedy(system + q, 16));
   EngineOptions o;
-  o.max_concurrent_sequences = 1;
+  o.scheduler.max_concurrent_sequences = 1;
   const Run off = RunAll(o, reqs);
   const Run on = RunAll(WithDraft(o), reqs);
   // What the draft reads of each prompt without a cache: all positions but
@@ -141,7 +141,7 @@ TEST_F(EngineDraftModelTest, DraftReadsPromptsDuringPrefillAndSharedPrefixesOnce
   EXPECT_EQ(on.draft_prompt_tokens + on.draft_cached_tokens, prompt_positions);
 
   // Without a prefix cache (the target's is off too) the draft reads all of it.
-  o.prefix_cache = false;
+  o.scheduler.prefix_cache = false;
   const Run uncached = RunAll(WithDraft(o), reqs);
   EXPECT_EQ(uncached.tokens, off.tokens);
   EXPECT_EQ(uncached.draft_cached_tokens, 0);
@@ -149,7 +149,7 @@ TEST_F(EngineDraftModelTest, DraftReadsPromptsDuringPrefillAndSharedPrefixesOnce
   EXPECT_EQ(uncached.undrafted, 0);
 
   // Different cache salts (tenants) never share the draft's blocks.
-  o.prefix_cache = true;
+  o.scheduler.prefix_cache = true;
   for (size_t j = 0; j < reqs.size(); ++j) reqs[j].cache_salt = "tenant-" + std::to_string(j);
   const Run salted = RunAll(WithDraft(o), reqs);
   EXPECT_EQ(salted.tokens, off.tokens);
@@ -163,7 +163,7 @@ TEST_F(EngineDraftModelTest, DraftReadsPromptsDuringPrefillAndSharedPrefixesOnce
 TEST_F(EngineDraftModelTest, ACatchUpThatCannotPayIsNotMade) {
   EngineOptions o = WithDraft(EngineOptions{});
   o.speculative.adaptive = true;
-  o.max_concurrent_sequences = 1;
+  o.scheduler.max_concurrent_sequences = 1;
   Engine e(*model_, *tok_, o);
   std::vector<SequenceOutput> outs;
   auto run = [&](const GenerationRequest& r) {

@@ -62,8 +62,8 @@ TEST_F(EngineLoopTest, SubmitFromThreadsAndCancel) {
 
 TEST_F(EngineLoopTest, FullQueueIsRejectedAtOnceWithRetryAfter) {
   EngineOptions o;
-  o.max_concurrent_sequences = 1;
-  o.max_waiting[0] = 2;
+  o.scheduler.max_concurrent_sequences = 1;
+  o.scheduler.max_waiting[0] = 2;
   Engine engine(*model_, *tok_, o);
   EngineLoop loop(engine);
   Collector c;

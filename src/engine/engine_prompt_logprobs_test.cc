@@ -49,7 +49,7 @@ TEST_F(EnginePromptLogprobsTest, EveryPositionAnyChunkingNoCacheAndConsistent) {
   const size_t n = r.prompt.size();
   EngineOptions whole;
   EngineOptions chunked;
-  chunked.max_batch_tokens = 5;  // the prompt is computed 5 positions at a time
+  chunked.scheduler.max_batch_tokens = 5;  // the prompt is computed 5 positions at a time
   Engine a(*model_, *tok_, whole), b(*model_, *tok_, chunked);
   Run ra = RunOne(a, r);
   Run rb = RunOne(b, r);

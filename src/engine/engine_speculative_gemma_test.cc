@@ -49,7 +49,7 @@ class EngineSpeculativeGemmaTest : public InstalledModelTest<kGemmaModelFile> {
   // tokens each time.
   void ExpectSameGreedy(SpeculativeOptions::Method method, int batch) {
     EngineOptions o;
-    o.max_concurrent_sequences = batch;
+    o.scheduler.max_concurrent_sequences = batch;
     const auto reqs = Requests();
     const SpeculativeRun off = RunToEnd(*model_, *tok_, o, reqs);
     const SpeculativeRun on = RunToEnd(*model_, *tok_, Spec(o, method), reqs);

@@ -44,7 +44,7 @@ class EngineSpeculativeTest : public DefaultModelTest {
 
 TEST_F(EngineSpeculativeTest, GreedyIsIdenticalAtBatch1) {
   EngineOptions o;
-  o.max_concurrent_sequences = 1;
+  o.scheduler.max_concurrent_sequences = 1;
   const auto reqs = GreedyRequests(24);
   const Run off = RunPrompts(o, reqs);
   const Run on = RunPrompts(Spec(o), reqs);
@@ -58,7 +58,7 @@ TEST_F(EngineSpeculativeTest, GreedyIsIdenticalAtBatch1) {
 
 TEST_F(EngineSpeculativeTest, GreedyIsIdenticalAtBatch16AndUnderPreemption) {
   EngineOptions o;
-  o.max_concurrent_sequences = 16;
+  o.scheduler.max_concurrent_sequences = 16;
   const auto reqs = GreedyRequests(24);
   const Run off = RunPrompts(o, reqs);
   const Run on = RunPrompts(Spec(o), reqs);
@@ -128,7 +128,7 @@ TEST_F(EngineSpeculativeTest, ConstrainedGreedyIsIdenticalAndDraftsAreAccepted) 
   }
   for (int batch : {1, 6}) {
     EngineOptions o;
-    o.max_concurrent_sequences = batch;
+    o.scheduler.max_concurrent_sequences = batch;
     const Run off = RunPrompts(o, reqs);
     const Run on = RunPrompts(Spec(o), reqs);
     EXPECT_EQ(on.tokens, off.tokens) << "batch " << batch;

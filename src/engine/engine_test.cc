@@ -70,7 +70,7 @@ TEST_F(EngineTest, ConcurrentGreedyEqualsSequential) {
     seq_out.push_back(RunAll(e)[*id].tokens);
   }
   EngineOptions small;
-  small.max_batch_tokens = 24;  // forces chunked prefill mixed with decodes
+  small.scheduler.max_batch_tokens = 24;  // forces chunked prefill mixed with decodes
   Engine e(*model_, *tok_, small);
   std::vector<int64_t> ids;
   for (const auto& p : prompts) ids.push_back(*e.Add(Greedy(p, 16)));
@@ -202,8 +202,8 @@ TEST_F(EngineTest, ThirtyTwoConcurrentEqualAloneWithAndWithoutPreemption) {
   }
   for (int64_t blocks : {int64_t{0}, int64_t{24}}) {
     EngineOptions o;
-    o.max_batch_tokens = 64;
-    o.prefix_cache = false;
+    o.scheduler.max_batch_tokens = 64;
+    o.scheduler.prefix_cache = false;
     if (blocks) o.kv_budget_bytes = blocks * model_->kv_shape(16).BytesPerBlock();
     Engine e(*model_, *tok_, o);
     std::vector<int64_t> ids;
@@ -278,7 +278,7 @@ TEST_F(EngineTest, PrefixCacheDoesNotChangeOutputs) {
   };
   auto run = [&](bool cache, std::vector<int32_t>* cached) {
     EngineOptions o;
-    o.prefix_cache = cache;
+    o.scheduler.prefix_cache = cache;
     Engine e(*model_, *tok_, o);
     std::vector<std::vector<int32_t>> out;
     for (const auto& p : prompts) {  // one after another: later ones can hit

@@ -30,7 +30,7 @@ class EngineWindowTest : public InstalledModelTest<kGemmaModelFile> {
     EngineOptions o;
     o.window_paging = paging;
     o.kv_budget_bytes = kv_bytes;
-    o.max_batch_tokens = 256;
+    o.scheduler.max_batch_tokens = 256;
     return o;
   }
   // Runs the prompts (added together) greedily; their tokens by prompt.

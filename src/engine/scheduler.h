@@ -59,24 +59,10 @@
 #include "engine/kv_block_pool.h"
 #include "engine/prefix_cache.h"
 #include "engine/priority.h"
+#include "engine/scheduler_options.h"
 #include "util/status.h"
 
 namespace brisk {
-
-struct SchedulerOptions {
-  int max_batch_tokens = 512;         // tokens per step
-  int max_concurrent_sequences = 64;  // running sequences
-  int prefill_chunk_tokens = 0;       // per sequence per step; 0 = max_batch_tokens
-  int block_size = 16;
-  bool continuous_batching = true;
-  bool prefix_cache = true;
-  double aging_s = 5;      // batch sequences waiting this long rank as interactive
-  bool fair_share = true;  // running slots shared equally between tenants
-  int max_waiting[kNumPriorities] = {256, 1024};
-  // Positions a local layer sees, when the pool gives blocks local pages
-  // (KvBlockPool::locals_per_block > 0); 0: no window freeing.
-  int sliding_window = 0;
-};
 
 enum class SeqStatus : uint8_t { kWaiting, kRunning, kFinished };
 

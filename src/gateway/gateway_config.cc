@@ -164,16 +164,7 @@ std::vector<Section> BuildSchema(const Reader& r, GatewayConfig& c) {
   GatewayConfig::Replicas& p = c.replicas;
   InferenceConfig::Logging& g = c.logging;
   return {
-      {"server",
-       {
-           {"host", r.String(&s.host, false)},
-           {"port", r.Int(&s.port, 0, 65535)},
-           {"http_threads", r.Int(&s.http_threads, 1, 256)},
-           {"max_body_bytes", r.Bytes(&s.max_body_bytes, int64_t{1} << 30)},
-           {"request_timeout_s", r.Seconds(&s.request_timeout_s, true, 3600)},
-           {"idle_timeout_s", r.Seconds(&s.idle_timeout_s, true, 7 * kDay)},
-           {"max_connections", r.Int(&s.max_connections, 1, 1 << 20)},
-       }},
+      {"server", ListenerFields(r, s)},
       {"replicas",
        {
            {"policy", r.OneOf(&p.policy, kPolicies)},
@@ -405,12 +396,7 @@ Expected<GatewayConfig> ParseDocument(const YAML::Node& doc, std::string_view fi
   GatewayConfig c;
   Reader r(filename);
   std::vector<Section> sections = BuildSchema(r, c);
-  std::vector<Field> top;
-  for (const Section& s : sections) {
-    top.push_back({s.name, [&r, &s, &sections](const YAML::Node& v, const Loc& at) {
-                     return r.ReadMap(v, at, s.fields, sections);
-                   }});
-  }
+  std::vector<Field> top = r.SectionFields(sections);
   top.push_back({"tiers", [&r, &c](const YAML::Node& v, const Loc& at) {
                    return ReadTiers(r, v, at, &c.tiers);
                  }});

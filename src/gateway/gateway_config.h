@@ -61,15 +61,11 @@ struct BudgetConfig {
 };
 
 struct GatewayConfig {
-  struct Server {
-    std::string host = "127.0.0.1";
-    int port = 8080;
-    int http_threads = 2;
-    int64_t max_body_bytes = int64_t{4} << 20;
-    double request_timeout_s = 10;
-    double idle_timeout_s = 60;
-    int max_connections = 10000;
-    bool operator==(const Server&) const = default;
+  struct Server : ListenerConfig {
+    Server() {
+      port = 8080;
+      http_threads = 2;
+    }
   } server;
   std::vector<TierConfig> tiers;
   struct Routing {

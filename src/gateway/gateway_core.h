@@ -61,7 +61,6 @@ struct GatewayMetrics {
   metrics::Histogram* Ttft(const std::string& tier);
   metrics::Histogram* Tpot(const std::string& tier);
   metrics::Histogram* EndToEnd(const std::string& tier);
-  metrics::Histogram* Overhead();
   // brisk_gateway_request_stage_seconds{stage}: the per-stage latency budget.
   metrics::Histogram* Stage(const std::string& stage);
 };

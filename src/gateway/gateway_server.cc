@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <boost/asio/post.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "gateway/budget.h"
@@ -13,7 +14,10 @@
 #include "gateway/json_fields.h"
 #include "gateway/proxied_request.h"
 #include "gateway/rollout_manager.h"
+#include "http/caller_identity.h"
 #include "http/header_gate.h"
+#include "http/openai_error.h"
+#include "http/route_table.h"
 #include "util/log.h"
 
 namespace brisk::gateway {
@@ -26,16 +30,6 @@ namespace {
 void SendJson(http::Responder& res, int status, const Json& body, http::Headers extra = {}) {
   extra.push_back({"Content-Type", "application/json"});
   res.Send(status, std::move(extra), body.dump(-1, ' ', false, Json::error_handler_t::replace));
-}
-
-void SendError(http::Responder& res, int status, std::string_view type, std::string_view message,
-               std::string_view code, std::string_view param = {}) {
-  Json e = {{"error",
-             {{"message", message},
-              {"type", type},
-              {"param", param.empty() ? Json() : Json(param)},
-              {"code", code.empty() ? Json() : Json(code)}}}};
-  SendJson(res, status, e);
 }
 
 // The text routing rules and prefix affinity look at: chat messages' roles
@@ -126,92 +120,47 @@ GatewayCore::~GatewayCore() {
 
 namespace {
 
-struct Route {
-  const char* path;
-  const char* methods;
-  bool json_body;
-  bool needs_key;
-};
-
-constexpr Route kRoutes[] = {
-    {"/v1/chat/completions", "POST", true, true},
-    {"/v1/completions", "POST", true, true},
-    {"/v1/models", "GET,HEAD", false, true},
-    {"/v1/cost", "GET", false, true},
-    {"/v1/budgets", "GET", false, true},
-    {"/health", "GET,HEAD", false, false},
-    {"/ready", "GET,HEAD", false, false},
-    {"/metrics", "GET", false, false},
-    {"/dashboard", "GET", false, false},
-    {"/dashboard/data", "GET", false, false},
-    {"/dashboard/chart.js", "GET", false, false},
-    {"/dashboard/app.js", "GET", false, false},
-    {"/dashboard/app.css", "GET", false, false},
-    // The admin API checks its own key (rollout.admin_key), not the callers'.
-    {"/admin/rollouts", "GET,POST", false, false},
-    {"/admin/rollouts/promote", "POST", true, false},
-    {"/admin/rollouts/abort", "POST", true, false},
-    {"/admin/audit", "GET", false, false},
-};
-
-std::vector<std::string> SplitMethods(std::string_view s) {
-  std::vector<std::string> out;
-  while (!s.empty()) {
-    size_t comma = s.find(',');
-    out.emplace_back(s.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
-const ApiKeyConfig* FindKey(const GatewayConfig& config, const http::Request& req) {
-  auto token = BearerToken(req.Header("Authorization"));
-  if (!token) return nullptr;
-  for (const ApiKeyConfig& k : config.keys) {
-    if (k.key == *token) return &k;
-  }
-  return nullptr;
-}
-
 void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
                     http::Request&& req, std::shared_ptr<http::Responder> res) {
   const auto arrival = Clock::now();
   if (core->draining.load()) {
-    SendError(*res, 503, "server_error", "the gateway is shutting down", "draining");
+    http::SendOpenAiError(*res, 503, "server_error", "the gateway is shutting down", "draining");
     return;
   }
   Json body = Json::parse(req.body, nullptr, false);
   req.ReleaseBody();
   if (body.is_discarded() || !body.is_object()) {
-    SendError(*res, 400, "invalid_request_error",
-              "the request body is not a JSON object (check the JSON syntax)", "invalid_json");
+    http::SendOpenAiError(*res, 400, "invalid_request_error",
+                          "the request body is not a JSON object (check the JSON syntax)",
+                          "invalid_json");
     return;
   }
   auto model = body.find("model");
   if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty()) {
-    SendError(*res, 400, "invalid_request_error",
-              "'model' is required: a tier name, a tier's model id, or \"auto\"", "", "model");
+    http::SendOpenAiError(*res, 400, "invalid_request_error",
+                          "'model' is required: a tier name, a tier's model id, or \"auto\"", "",
+                          "model");
     return;
   }
   if (endpoint == Endpoint::kChat) {
     auto msgs = body.find("messages");
     if (msgs == body.end() || !msgs->is_array() || msgs->empty()) {
-      SendError(*res, 400, "invalid_request_error", "'messages' must be a non-empty array", "",
-                "messages");
+      http::SendOpenAiError(*res, 400, "invalid_request_error",
+                            "'messages' must be a non-empty array", "", "messages");
       return;
     }
   } else if (!body.contains("prompt")) {
-    SendError(*res, 400, "invalid_request_error", "'prompt' is required", "", "prompt");
+    http::SendOpenAiError(*res, 400, "invalid_request_error", "'prompt' is required", "", "prompt");
     return;
   }
   if (auto s = body.find("stream"); s != body.end() && !s->is_null() && !s->is_boolean()) {
-    SendError(*res, 400, "invalid_request_error", "'stream' must be a boolean", "", "stream");
+    http::SendOpenAiError(*res, 400, "invalid_request_error", "'stream' must be a boolean", "",
+                          "stream");
     return;
   }
 
   Caller caller;
-  if (const ApiKeyConfig* key = FindKey(core->config, req)) {
+  if (const ApiKeyConfig* key = ResolveCaller(core->config.keys, req.Header("Authorization"))) {
     caller.tenant = key->tenant;
     caller.key_name = key->name;
     caller.feature = key->feature;
@@ -232,8 +181,8 @@ void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
   facts.prompt_text = prompt;
   auto plan = core->router->Route(facts);
   if (!plan.ok()) {
-    SendError(*res, 404, "invalid_request_error", plan.status().message(), "model_not_found",
-              "model");
+    http::SendOpenAiError(*res, 404, "invalid_request_error", plan.status().message(),
+                          "model_not_found", "model");
     return;
   }
   const std::string request_id =
@@ -316,49 +265,88 @@ void HandleCost(const std::shared_ptr<GatewayCore>& core, const std::string& tar
   const std::string query = q == std::string::npos ? "" : target.substr(q + 1);
   auto parsed = ParseCostQuery(query);
   if (!parsed.ok()) {
-    SendError(*res, 400, "invalid_request_error", parsed.status().message(), "");
+    http::SendOpenAiError(*res, 400, "invalid_request_error", parsed.status().message(), "");
     return;
   }
   // The query may read a large table: off the I/O thread.
   boost::asio::post(core->upstream_io, [core, res, cq = *parsed] {
     auto groups = core->ledger->Query(cq);
     if (!groups.ok()) {
-      SendError(*res, 500, "server_error", groups.status().message(), "ledger_error");
+      http::SendOpenAiError(*res, 500, "server_error", groups.status().message(), "ledger_error");
       return;
     }
     SendJson(*res, 200, CostReportJson(cq, *groups));
   });
 }
 
-void Handle(const std::shared_ptr<GatewayCore>& core, http::Request&& req,
-            std::shared_ptr<http::Responder> res) {
-  const std::string& p = req.path;
-  if (p == "/v1/chat/completions")
-    return HandleGenerate(core, Endpoint::kChat, std::move(req), res);
-  if (p == "/v1/completions")
-    return HandleGenerate(core, Endpoint::kCompletions, std::move(req), res);
-  if (p == "/v1/models") return HandleModels(core, *res);
-  if (p == "/v1/cost") return HandleCost(core, req.target, res);
-  if (p == "/v1/budgets") {
-    std::string body = core->budgets
-                           ? core->budgets->SnapshotJson(std::chrono::system_clock::now()).dump()
+// The route table: the header gate (before the body) and the dispatch read it.
+// Handlers hold the core weakly: a request that arrives while the gateway
+// stops gets a 503.
+http::RouteTable Routes(const std::shared_ptr<GatewayCore>& core) {
+  using Handler = std::function<void(const std::shared_ptr<GatewayCore>&, http::Request&&,
+                                     std::shared_ptr<http::Responder>)>;
+  std::weak_ptr<GatewayCore> weak = core;
+  auto to = [weak](Handler h) -> http::RouteHandler {
+    return [weak, h = std::move(h)](http::Request&& req, std::shared_ptr<http::Responder> res) {
+      auto c = weak.lock();
+      if (!c) return http::SendOpenAiError(*res, 503, "server_error", "shutting down", "draining");
+      h(c, std::move(req), std::move(res));
+    };
+  };
+  auto generate = [&](Endpoint endpoint) {
+    return to([endpoint](const std::shared_ptr<GatewayCore>& c, http::Request&& req,
+                         std::shared_ptr<http::Responder> res) {
+      HandleGenerate(c, endpoint, std::move(req), std::move(res));
+    });
+  };
+  auto models = to([](const std::shared_ptr<GatewayCore>& c, http::Request&&,
+                      std::shared_ptr<http::Responder> res) { HandleModels(c, *res); });
+  auto cost = to([](const std::shared_ptr<GatewayCore>& c, http::Request&& req,
+                    std::shared_ptr<http::Responder> res) { HandleCost(c, req.target, res); });
+  auto budgets = to([](const std::shared_ptr<GatewayCore>& c, http::Request&&,
+                       std::shared_ptr<http::Responder> res) {
+    std::string body = c->budgets
+                           ? c->budgets->SnapshotJson(std::chrono::system_clock::now()).dump()
                            : R"({"object":"budgets","data":[]})";
-    return res->Send(200, {{"Content-Type", "application/json"}}, std::move(body));
-  }
-  if (p == "/health") return SendJson(*res, 200, {{"status", "ok"}});
-  if (p == "/ready") {
-    if (core->draining.load()) return SendJson(*res, 503, {{"status", "draining"}});
-    return SendJson(*res, 200, {{"status", "ready"}});
-  }
-  if (p == "/metrics") {
-    return res->Send(200, {{"Content-Type", std::string(metrics::kContentType)}},
-                     core->registry.Render());
-  }
-  if (p == "/dashboard" || p.starts_with("/dashboard/")) {
-    return ServeDashboard(*core, req, res);
-  }
-  if (p.starts_with("/admin/")) return core->rollouts->HandleAdmin(std::move(req), res);
-  SendError(*res, 404, "invalid_request_error", "no such route", "not_found");
+    res->Send(200, {{"Content-Type", "application/json"}}, std::move(body));
+  });
+  auto health = to([](const std::shared_ptr<GatewayCore>&, http::Request&&,
+                      std::shared_ptr<http::Responder> res) {
+    SendJson(*res, 200, {{"status", "ok"}});
+  });
+  auto ready = to([](const std::shared_ptr<GatewayCore>& c, http::Request&&,
+                     std::shared_ptr<http::Responder> res) {
+    if (c->draining.load()) return SendJson(*res, 503, {{"status", "draining"}});
+    SendJson(*res, 200, {{"status", "ready"}});
+  });
+  auto metrics = to([](const std::shared_ptr<GatewayCore>& c, http::Request&&,
+                       std::shared_ptr<http::Responder> res) {
+    res->Send(200, {{"Content-Type", std::string(metrics::kContentType)}}, c->registry.Render());
+  });
+  auto dashboard =
+      to([](const std::shared_ptr<GatewayCore>& c, http::Request&& req,
+            std::shared_ptr<http::Responder> res) { ServeDashboard(*c, req, std::move(res)); });
+  auto admin = to([](const std::shared_ptr<GatewayCore>& c, http::Request&& req,
+                     std::shared_ptr<http::Responder> res) {
+    c->rollouts->HandleAdmin(std::move(req), std::move(res));
+  });
+  http::RouteTable routes({
+      {"/v1/chat/completions", {"POST"}, true, true, generate(Endpoint::kChat)},
+      {"/v1/completions", {"POST"}, true, true, generate(Endpoint::kCompletions)},
+      {"/v1/models", {"GET", "HEAD"}, false, true, models},
+      {"/v1/cost", {"GET"}, false, true, cost},
+      {"/v1/budgets", {"GET"}, false, true, budgets},
+      {"/health", {"GET", "HEAD"}, false, false, health},
+      {"/ready", {"GET", "HEAD"}, false, false, ready},
+      {"/metrics", {"GET"}, false, false, metrics},
+      // The admin API checks its own key (rollout.admin_key), not the callers'.
+      {"/admin/rollouts", {"GET", "POST"}, false, false, admin},
+      {"/admin/rollouts/promote", {"POST"}, true, false, admin},
+      {"/admin/rollouts/abort", {"POST"}, true, false, admin},
+      {"/admin/audit", {"GET"}, false, false, admin},
+  });
+  for (const char* path : kDashboardPaths) routes.Add({path, {"GET"}, false, false, dashboard});
+  return routes;
 }
 
 void RegisterGauges(const std::shared_ptr<GatewayCore>& core) {
@@ -445,36 +433,21 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
   }
   StartTimers(core);
 
-  http::ServerOptions opts;
   const GatewayConfig::Server& sc = core->config.server;
-  opts.host = sc.host;
-  opts.port = sc.port;
-  opts.io_threads = sc.http_threads;
-  opts.max_body_bytes = static_cast<size_t>(sc.max_body_bytes);
-  opts.request_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(sc.request_timeout_s * 1000));
-  opts.idle_timeout = std::chrono::milliseconds(static_cast<int64_t>(sc.idle_timeout_s * 1000));
-  opts.max_connections = sc.max_connections;
+  http::ServerOptions opts = ServerOptionsOf(sc);
   HeaderGateConfig gate;
-  std::vector<std::string> keys;
-  for (const ApiKeyConfig& k : core->config.keys) keys.push_back(k.key);
-  gate.key_ok = KeyListChecker(keys);
-  for (const Route& r : kRoutes) {
-    gate.routes.push_back({r.path, SplitMethods(r.methods), r.json_body, r.needs_key});
-  }
+  gate.keys = core->config.keys;
+  gate.routes = Routes(core);
   opts.on_headers = [gate](const http::Request& head) { return CheckHeaders(gate, head); };
-  std::weak_ptr<GatewayCore> weak = core;
-  auto http =
-      http::Server::Start(opts, [weak](http::Request&& req, std::shared_ptr<http::Responder> res) {
-        auto c = weak.lock();
-        if (!c) return SendError(*res, 503, "server_error", "shutting down", "draining");
+  auto http = http::Server::Start(
+      opts, [routes = gate.routes](http::Request&& req, std::shared_ptr<http::Responder> res) {
         // One boundary for exceptions (the JSON library on a client's body):
         // the request gets a 500, the process keeps serving.
         try {
-          Handle(c, std::move(req), res);
+          routes.Dispatch(std::move(req), res);
         } catch (const std::exception& e) {
           log::Error("gateway: internal error handling {}: {}", req.path, e.what());
-          SendError(*res, 500, "server_error", "internal error", "internal_error");
+          http::SendOpenAiError(*res, 500, "server_error", "internal error", "internal_error");
         }
       });
   if (!http.ok()) return http.status().WithContext("gateway");
@@ -486,16 +459,12 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
 
 int GatewayServer::port() const { return core_->http ? core_->http->port() : 0; }
 
-void GatewayServer::Drain(double grace_s) {
+void GatewayServer::BeginDrain() {
   core_->draining.store(true);
   if (core_->http) core_->http->StopAccepting();
-  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(grace_s));
-  while (core_->active.load() > 0 && Clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  core_->ledger->Flush();
 }
+
+int64_t GatewayServer::active_requests() const { return core_->active.load(); }
 
 void GatewayServer::Stop() {
   if (!core_) return;

@@ -39,9 +39,12 @@ class GatewayServer {
   ~GatewayServer();
 
   int port() const;
-  // Graceful: stop accepting, let requests in flight finish (up to `grace_s`),
-  // flush the ledger, stop.
-  void Drain(double grace_s);
+  // Graceful shutdown (cli/serve_until_signal.h): BeginDrain stops accepting
+  // (/ready and new requests answer 503); requests in flight run on until
+  // active_requests() is 0 or the caller gives up; Stop closes every
+  // connection and flushes the ledger.
+  void BeginDrain();
+  int64_t active_requests() const;
   void Stop();
 
  private:

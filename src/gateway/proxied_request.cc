@@ -9,6 +9,7 @@
 #include "gateway/budget.h"
 #include "gateway/dashboard.h"
 #include "gateway/json_fields.h"
+#include "http/openai_error.h"
 #include "util/log.h"
 
 namespace brisk::gateway {
@@ -295,9 +296,9 @@ void ProxiedRequest::OnDone(int attempt, const Status& st) {
     log::Warn("gateway: request {}: upstream {} broke off mid-stream: {}", request_id_,
               tier.names[replica_], st.message());
     auto res = res_;
-    res_->Write(StreamRewriter::ErrorEvent(
-        fmt::format("the upstream answering this stream failed: {}", st.message()),
-        "server_error"));
+    res_->Write(http::OpenAiErrorEvent(http::MakeOpenAiError(
+        502, "server_error",
+        fmt::format("the upstream answering this stream failed: {}", st.message()))));
     Finish(502, "error", [res] { res->End(); });
     return;
   }
@@ -453,21 +454,25 @@ CostAnnotation ProxiedRequest::Annotation() const {
 
 void ProxiedRequest::SendError(int status, std::string_view type, std::string_view message,
                                std::string_view code, http::Headers extra) {
-  Json e = {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}};
+  const http::OpenAiError e =
+      http::MakeOpenAiError(status, std::string(type), std::string(message), std::string(code));
   extra.push_back({"Content-Type", "application/json"});
   extra.push_back({"X-Request-Id", request_id_});
   auto res = res_;
   if (client_started_) {  // mid-stream: an error event, then the end
-    std::string ev = StreamRewriter::ErrorEvent(message, type);
+    http::OpenAiError event = e;
+    event.code.clear();  // as OpenAI's stream errors: no code
+    std::string ev = http::OpenAiErrorEvent(event);
     Finish(status, "error", [res, ev = std::move(ev)]() mutable {
       res->Write(std::move(ev));
       res->End();
     });
     return;
   }
-  Finish(
-      status, status == 429 ? "rejected" : "error",
-      [res, status, extra = std::move(extra), body = e.dump()] { res->Send(status, extra, body); });
+  Finish(status, status == 429 ? "rejected" : "error",
+         [res, status, extra = std::move(extra), body = http::OpenAiErrorBody(e)] {
+           res->Send(status, extra, body);
+         });
 }
 
 void ProxiedRequest::OnClientGone() {

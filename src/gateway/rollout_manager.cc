@@ -8,7 +8,8 @@
 #include "gateway/stream_rewriter.h"
 #include "gateway/utc_time.h"
 #include "grammar/answer_check.h"
-#include "http/header_gate.h"
+#include "http/caller_identity.h"
+#include "http/openai_error.h"
 #include "util/constant_time.h"
 #include "util/log.h"
 
@@ -30,15 +31,6 @@ int64_t NowUnixMs() {
 void SendJson(http::Responder& res, int status, const Json& body) {
   res.Send(status, {{"Content-Type", "application/json"}},
            body.dump(-1, ' ', false, Json::error_handler_t::replace));
-}
-
-void SendError(http::Responder& res, int status, std::string_view code, std::string_view message) {
-  SendJson(res, status,
-           {{"error",
-             {{"message", message},
-              {"type", status >= 500 ? "server_error" : "invalid_request_error"},
-              {"param", nullptr},
-              {"code", code}}}});
 }
 
 // The one counter of rollout decisions; Audit and AuditRefusal both count.
@@ -362,13 +354,15 @@ void RolloutManager::Judged(const std::shared_ptr<ShadowPair>& pair) {
 void RolloutManager::HandleAdmin(http::Request&& req, std::shared_ptr<http::Responder> res) {
   const std::string& admin = core_->config.rollout.admin_key;
   if (admin.empty()) {
-    return SendError(*res, 404, "admin_disabled",
-                     "the admin API is off: set rollout.admin_key in gateway.yaml");
+    return http::SendOpenAiError(*res, 404, "invalid_request_error",
+                                 "the admin API is off: set rollout.admin_key in gateway.yaml",
+                                 "admin_disabled");
   }
   auto token = BearerToken(req.Header("Authorization"));
   // admin is not empty (above), so an empty token cannot match it.
   if (!token || !ConstantTimeEquals(*token, admin)) {
-    return SendError(*res, 401, "invalid_admin_key", "the admin API needs the admin key");
+    return http::SendOpenAiError(*res, 401, "invalid_request_error",
+                                 "the admin API needs the admin key", "invalid_admin_key");
   }
   // Who: the admin key, and the person the CLI names (X-Brisk-Operator).
   std::string who = "admin";
@@ -388,12 +382,13 @@ void RolloutManager::HandleAdmin(http::Request&& req, std::shared_ptr<http::Resp
   }
   Json body = Json::parse(req.body, nullptr, false);
   if (!body.is_object()) {
-    return SendError(*res, 400, "invalid_json", "the request body is not a JSON object");
+    return http::SendOpenAiError(*res, 400, "invalid_request_error",
+                                 "the request body is not a JSON object", "invalid_json");
   }
   if (p == "/admin/rollouts") return Start(body, who, res);
   if (p == "/admin/rollouts/promote") return Operator(body, true, who, *res);
   if (p == "/admin/rollouts/abort") return Operator(body, false, who, *res);
-  SendError(*res, 404, "not_found", "no such admin route");
+  http::SendOpenAiError(*res, 404, "invalid_request_error", "no such admin route", "not_found");
 }
 
 // The gate: the candidate's report must say the gate passed, and every
@@ -431,18 +426,22 @@ static std::string GateRefusal(const Json& report, const UpstreamConfig& up, con
 void RolloutManager::Start(const Json& body, const std::string& who,
                            std::shared_ptr<http::Responder> res) {
   auto spec = ParseRolloutSpec(body);
-  if (!spec.ok()) return SendError(*res, 400, "invalid_rollout", spec.status().message());
+  if (!spec.ok())
+    return http::SendOpenAiError(*res, 400, "invalid_request_error", spec.status().message(),
+                                 "invalid_rollout");
   const int t = FindTier(core_->config, spec->tier);
   if (t < 0) {
-    return SendError(*res, 404, "tier_not_found", fmt::format("no tier '{}'", spec->tier));
+    return http::SendOpenAiError(*res, 404, "invalid_request_error",
+                                 fmt::format("no tier '{}'", spec->tier), "tier_not_found");
   }
   {
     std::lock_guard lock(mu_);
     const auto& cur = tiers_[t]->rollout;
     if (cur && !cur->finished()) {
-      return SendError(*res, 409, "rollout_in_progress",
-                       fmt::format("tier '{}' has rollout {} ({}); abort it first", spec->tier,
-                                   cur->id(), StageName(cur->stage())));
+      return http::SendOpenAiError(*res, 409, "invalid_request_error",
+                                   fmt::format("tier '{}' has rollout {} ({}); abort it first",
+                                               spec->tier, cur->id(), StageName(cur->stage())),
+                                   "rollout_in_progress");
     }
   }
   // The candidate's clients, hot from here on.
@@ -458,7 +457,8 @@ void RolloutManager::Start(const Json& body, const std::string& who,
   set->runtime->names = names;
   set->runtime->model = spec->model;
   if (Status st = AddUpstreamClients(*core_, set->config, set->runtime.get()); !st.ok()) {
-    return SendError(*res, 400, "invalid_rollout", st.message());
+    return http::SendOpenAiError(*res, 400, "invalid_request_error", st.message(),
+                                 "invalid_rollout");
   }
   std::shared_ptr<TierRuntime> cand(set, set->runtime.get());
 
@@ -497,8 +497,9 @@ void RolloutManager::Start(const Json& body, const std::string& who,
       if (!pending->refusal.empty()) {
         std::lock_guard lock(mu_);
         AuditRefusal(shared_spec->tier, who, pending->refusal);
-        return SendError(*res, 412, "gate_not_passed",
-                         "the candidate did not pass the gate: " + pending->refusal);
+        return http::SendOpenAiError(*res, 412, "invalid_request_error",
+                                     "the candidate did not pass the gate: " + pending->refusal,
+                                     "gate_not_passed");
       }
       {
         std::lock_guard ml(cand->mu);
@@ -507,7 +508,8 @@ void RolloutManager::Start(const Json& body, const std::string& who,
       std::lock_guard lock(mu_);
       TierSlot& slot = *tiers_[t];
       if (slot.rollout && !slot.rollout->finished()) {
-        return SendError(*res, 409, "rollout_in_progress", "another rollout started meanwhile");
+        return http::SendOpenAiError(*res, 409, "invalid_request_error",
+                                     "another rollout started meanwhile", "rollout_in_progress");
       }
       if (slot.rollout) {
         slot.history.push_back(std::move(slot.rollout));
@@ -548,15 +550,20 @@ void RolloutManager::Operator(const Json& body, bool promote, const std::string&
                               http::Responder& res) {
   const std::string tier = StringOr(body, "tier", "");
   const int t = FindTier(core_->config, tier);
-  if (t < 0) return SendError(res, 404, "tier_not_found", fmt::format("no tier '{}'", tier));
+  if (t < 0)
+    return http::SendOpenAiError(res, 404, "invalid_request_error",
+                                 fmt::format("no tier '{}'", tier), "tier_not_found");
   std::lock_guard lock(mu_);
   TierSlot& slot = *tiers_[t];
   if (!slot.rollout) {
-    return SendError(res, 409, "no_rollout", fmt::format("tier '{}' has no rollout", tier));
+    return http::SendOpenAiError(res, 409, "invalid_request_error",
+                                 fmt::format("tier '{}' has no rollout", tier), "no_rollout");
   }
   const auto now = RolloutClock::now();
   auto d = promote ? slot.rollout->Promote(who, now) : slot.rollout->Abort(who, now);
-  if (!d.ok()) return SendError(res, 409, "rollout_state", d.status().message());
+  if (!d.ok())
+    return http::SendOpenAiError(res, 409, "invalid_request_error", d.status().message(),
+                                 "rollout_state");
   Audit(*slot.rollout, *d);
   SendJson(res, 200, slot.rollout->StatusJson(now));
 }

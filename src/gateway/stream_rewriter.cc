@@ -105,12 +105,6 @@ std::string StreamRewriter::Finish(const CostAnnotation& cost) {
   return out;
 }
 
-std::string StreamRewriter::ErrorEvent(std::string_view message, std::string_view type) {
-  Json e = {
-      {"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}}}};
-  return Data(e);
-}
-
 std::string AnswerAsStream(const Json& body, bool chat, const ClientWants& wants,
                            const CostAnnotation& cost) {
   std::string out;

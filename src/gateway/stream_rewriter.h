@@ -51,8 +51,6 @@ class StreamRewriter {
   // The held-back tail: the final usage chunk (with `cost` added, when the
   // client asked for usage) and "data: [DONE]\n\n".
   std::string Finish(const CostAnnotation& cost);
-  // An error event for a stream the upstream broke off.
-  static std::string ErrorEvent(std::string_view message, std::string_view type);
 
   const AnswerFacts& facts() const { return facts_; }
   // True once an event that reaches the client was produced (retries are no

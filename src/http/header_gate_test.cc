@@ -16,6 +16,13 @@ http::Request Head(std::string method, std::string path, http::Headers headers) 
   return r;
 }
 
+ApiKeyConfig Key(std::string key, std::string tenant) {
+  ApiKeyConfig k;
+  k.key = std::move(key);
+  k.tenant = std::move(tenant);
+  return k;
+}
+
 HeaderGateConfig OpenAiLike() {
   HeaderGateConfig cfg;
   cfg.routes = {{"/health", {"GET", "HEAD"}, false, false},
@@ -52,21 +59,10 @@ TEST(HeaderGate, JsonContentType) {
   }
 }
 
-TEST(HeaderGate, BearerToken) {
-  EXPECT_EQ(BearerToken("Bearer abc"), "abc");
-  EXPECT_EQ(BearerToken("bearer  abc "), "abc");
-  EXPECT_EQ(BearerToken("BEARER\tabc"), "abc");
-  EXPECT_FALSE(BearerToken("Bearer"));
-  EXPECT_FALSE(BearerToken("Bearer "));
-  EXPECT_FALSE(BearerToken("Basic abc"));
-  EXPECT_FALSE(BearerToken("Bearerabc"));
-  EXPECT_FALSE(BearerToken(""));
-}
-
 TEST(HeaderGate, PassesAWellFormedRequest) {
   auto cfg = OpenAiLike();
   cfg.allowed_hosts = {"localhost"};
-  cfg.key_ok = KeyListChecker({"k1", "k2"});
+  cfg.keys = {Key("k1", "a"), Key("k2", "b")};
   EXPECT_FALSE(CheckHeaders(cfg, Head("POST", "/v1/chat/completions",
                                       {{"Host", "localhost:8000"},
                                        {"Authorization", "Bearer k2"},
@@ -117,11 +113,7 @@ TEST(HeaderGate, ForeignHostIs421) {
 
 TEST(HeaderGate, KeyIsCheckedWhereNeeded) {
   auto cfg = OpenAiLike();
-  std::vector<std::string> seen;
-  cfg.key_ok = [&](std::string_view t) {
-    seen.emplace_back(t);
-    return t == "good";
-  };
+  cfg.keys = {Key("good", "t")};
   const http::Headers json = {{"Content-Type", "application/json"}};
   auto r = CheckHeaders(cfg, Head("POST", "/v1/chat/completions", json));
   ASSERT_TRUE(r);
@@ -136,7 +128,6 @@ TEST(HeaderGate, KeyIsCheckedWhereNeeded) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
   EXPECT_NE(ErrorOf(*r)["message"].get<std::string>().find("Incorrect"), std::string::npos);
-  EXPECT_EQ(seen, std::vector<std::string>{"bad"});
 
   // The key comes before the content type: no hint about the API without one.
   r = CheckHeaders(cfg, Head("POST", "/v1/chat/completions", {{"Content-Type", "text/plain"}}));
@@ -146,16 +137,6 @@ TEST(HeaderGate, KeyIsCheckedWhereNeeded) {
   with.back().second = "Bearer good";
   EXPECT_FALSE(CheckHeaders(cfg, Head("POST", "/v1/chat/completions", with)));
   EXPECT_FALSE(CheckHeaders(cfg, Head("GET", "/health", {})));  // needs_key = false
-}
-
-TEST(HeaderGate, KeyListChecker) {
-  EXPECT_FALSE(KeyListChecker({}));
-  auto ok = KeyListChecker({"alpha", "beta"});
-  EXPECT_TRUE(ok("alpha"));
-  EXPECT_TRUE(ok("beta"));
-  EXPECT_FALSE(ok("alph"));
-  EXPECT_FALSE(ok("alphaa"));
-  EXPECT_FALSE(ok(""));
 }
 
 }  // namespace

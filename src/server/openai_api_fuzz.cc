@@ -42,9 +42,9 @@ Json MustParseSse(const std::string& event) {
 
 void CheckError(const brisk::api::ApiError& e) {
   Check(e.http_status == 400 && e.type == "invalid_request_error" && !e.message.empty());
-  Json j = MustParseJson(brisk::api::ErrorBody(e));
+  Json j = MustParseJson(brisk::http::OpenAiErrorBody(e));
   Check(j["error"]["message"].is_string());
-  MustParseSse(brisk::api::SseError(e));
+  MustParseSse(brisk::http::OpenAiErrorEvent(e));
 }
 
 void CheckRequest(Endpoint ep, bool ignore_unknown, const brisk::api::ApiRequest& r) {

@@ -50,6 +50,7 @@
 
 #include "engine/priority.h"
 #include "engine/sampler.h"
+#include "http/openai_error.h"
 #include "util/status.h"
 
 namespace brisk::api {
@@ -210,13 +211,8 @@ struct ParseOptions {
   std::string default_model{};
 };
 
-struct ApiError {
-  int http_status = 400;
-  std::string type = "invalid_request_error";
-  std::string message;
-  std::string param;  // "" is sent as null
-  std::string code;   // "" is sent as null
-};
+// The exact error to send (http/openai_error.h writes it).
+using ApiError = http::OpenAiError;
 
 // The parsed request, or the exact error to send.
 std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body,

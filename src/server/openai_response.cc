@@ -39,15 +39,6 @@ std::string SseEvent(const Json& j) { return "data: " + Dump(j) + "\n\n"; }
 
 }  // namespace
 
-std::string ErrorBody(const ApiError& e) {
-  Json err = Json::object();
-  err["message"] = e.message;
-  err["type"] = e.type;
-  err["param"] = OrNull(e.param);
-  err["code"] = OrNull(e.code);
-  return Dump(Json{{"error", std::move(err)}});
-}
-
 std::string ModelsBody(const std::vector<std::string>& model_ids, int64_t created_unix,
                        const Json& brisk_info) {
   Json data = Json::array();
@@ -140,8 +131,6 @@ std::string SseUsageChunk(Endpoint ep, std::string_view id, std::string_view mod
   j["usage"] = UsageJson(u);
   return SseEvent(j);
 }
-
-std::string SseError(const ApiError& e) { return "data: " + ErrorBody(e) + "\n\n"; }
 
 std::string NewRequestId(Endpoint ep) {
   static constexpr char kAlnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";

@@ -24,9 +24,6 @@ struct Usage {
   int64_t accepted_draft_tokens = 0;
 };
 
-// {"error": {"message", "type", "param", "code"}}
-std::string ErrorBody(const ApiError& e);
-
 // GET /v1/models: {"object": "list", "data": [{"id", "object": "model",
 // "created", "owned_by": "brisk"}]}
 // `brisk_info` (not null): an extension object "brisk" on each model.
@@ -79,9 +76,6 @@ std::string SseDeltaChunk(std::string_view id, std::string_view model, int64_t c
 // and before kSseDone: "choices": [] and "usage" as in CompletionBody.
 std::string SseUsageChunk(Endpoint ep, std::string_view id, std::string_view model, int64_t created,
                           const Usage& u);
-
-// An error inside a stream that has already started: "data: {"error": ...}\n\n".
-std::string SseError(const ApiError& e);
 
 inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 

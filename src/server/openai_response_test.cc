@@ -19,7 +19,7 @@ TEST(OpenAiApiResponseTest, ErrorBody) {
   e.message = "'n' must be in [1, 128], got 0";
   e.param = "n";
   e.code = "invalid_value";
-  Json j = ParseJson(ErrorBody(e));
+  Json j = ParseJson(http::OpenAiErrorBody(e));
   EXPECT_EQ(
       j.dump(),
       R"({"error":{"message":"'n' must be in [1, 128], got 0","type":"invalid_request_error","param":"n","code":"invalid_value"}})");
@@ -27,7 +27,7 @@ TEST(OpenAiApiResponseTest, ErrorBody) {
   bare.http_status = 500;
   bare.type = "server_error";
   bare.message = "boom";
-  j = ParseJson(ErrorBody(bare));
+  j = ParseJson(http::OpenAiErrorBody(bare));
   EXPECT_TRUE(j["error"]["param"].is_null());
   EXPECT_TRUE(j["error"]["code"].is_null());
   EXPECT_EQ(j["error"]["type"], "server_error");
@@ -35,7 +35,7 @@ TEST(OpenAiApiResponseTest, ErrorBody) {
 
 TEST(OpenAiApiResponseTest, ErrorFromParseRoundTrips) {
   ApiError e = MustFail(kChat, ChatWith(R"("temperature":"hot")"));
-  Json j = ParseJson(ErrorBody(e));
+  Json j = ParseJson(http::OpenAiErrorBody(e));
   EXPECT_EQ(j["error"]["param"], "temperature");
   EXPECT_EQ(j["error"]["type"], "invalid_request_error");
 }
@@ -154,7 +154,7 @@ TEST(OpenAiApiResponseTest, SseErrorAndDone) {
   e.type = "server_error";
   e.message = "engine stopped";
   EXPECT_EQ(
-      SseError(e),
+      http::OpenAiErrorEvent(e),
       "data: "
       R"({"error":{"message":"engine stopped","type":"server_error","param":null,"code":null}})"
       "\n\n");

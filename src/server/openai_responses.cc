@@ -539,9 +539,9 @@ std::variant<Json, ApiError> InputItemsPage(const Json& items, const InputItemsQ
     auto it = std::find_if(order.begin(), order.end(),
                            [&](const Json* item) { return item->value("id", "") == q.after; });
     if (it == order.end())
-      return MakeApiError(404, "invalid_request_error",
-                          fmt::format("No input item with id '{}'.", Snippet(q.after, 128)),
-                          "not_found", "after");
+      return http::MakeOpenAiError(
+          404, "invalid_request_error",
+          fmt::format("No input item with id '{}'.", Snippet(q.after, 128)), "not_found", "after");
     start = static_cast<size_t>(it - order.begin()) + 1;
   }
   Json data = Json::array();
@@ -558,9 +558,9 @@ std::variant<Json, ApiError> InputItemsPage(const Json& items, const InputItemsQ
 }
 
 ApiError ResponseNotFound(const std::string& id, std::string param) {
-  return MakeApiError(404, "invalid_request_error",
-                      fmt::format("Response with id '{}' not found.", Snippet(id, 128)),
-                      "not_found", std::move(param));
+  return http::MakeOpenAiError(404, "invalid_request_error",
+                               fmt::format("Response with id '{}' not found.", Snippet(id, 128)),
+                               "not_found", std::move(param));
 }
 
 }  // namespace brisk::api

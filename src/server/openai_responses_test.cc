@@ -217,18 +217,18 @@ TEST(OpenAiResponsesTest, InputItemsPages) {
 }
 
 TEST(OpenAiResponsesTest, RouteMatchesOneIdSegment) {
-  EXPECT_TRUE(RouteMatches("/v1/responses", "/v1/responses"));
-  EXPECT_FALSE(RouteMatches("/v1/responses", "/v1/responses/x"));
-  EXPECT_TRUE(RouteMatches("/v1/responses/", "/v1/responses/resp_1"));
-  EXPECT_FALSE(RouteMatches("/v1/responses/", "/v1/responses/"));
-  EXPECT_FALSE(RouteMatches("/v1/responses/", "/v1/responses/a/b"));
-  EXPECT_FALSE(RouteMatches("/v1/responses/", "/v1/responsesx"));
-  EXPECT_TRUE(RouteMatches("/v1/responses/{}/input_items", "/v1/responses/r1/input_items"));
-  EXPECT_FALSE(RouteMatches("/v1/responses/{}/input_items", "/v1/responses//input_items"));
-  EXPECT_FALSE(RouteMatches("/v1/responses/{}/input_items", "/v1/responses/a/b/input_items"));
-  EXPECT_FALSE(RouteMatches("/v1/responses/{}/input_items", "/v1/responses/r1/input_itemsx"));
+  EXPECT_TRUE(http::RouteMatches("/v1/responses", "/v1/responses"));
+  EXPECT_FALSE(http::RouteMatches("/v1/responses", "/v1/responses/x"));
+  EXPECT_TRUE(http::RouteMatches("/v1/responses/", "/v1/responses/resp_1"));
+  EXPECT_FALSE(http::RouteMatches("/v1/responses/", "/v1/responses/"));
+  EXPECT_FALSE(http::RouteMatches("/v1/responses/", "/v1/responses/a/b"));
+  EXPECT_FALSE(http::RouteMatches("/v1/responses/", "/v1/responsesx"));
+  EXPECT_TRUE(http::RouteMatches("/v1/responses/{}/input_items", "/v1/responses/r1/input_items"));
+  EXPECT_FALSE(http::RouteMatches("/v1/responses/{}/input_items", "/v1/responses//input_items"));
+  EXPECT_FALSE(http::RouteMatches("/v1/responses/{}/input_items", "/v1/responses/a/b/input_items"));
+  EXPECT_FALSE(http::RouteMatches("/v1/responses/{}/input_items", "/v1/responses/r1/input_itemsx"));
   HeaderGateConfig g;
-  g.routes.push_back({"/v1/responses/", {"GET", "DELETE"}, false, true});
+  g.routes.Add({"/v1/responses/", {"GET", "DELETE"}, false, true});
   http::Request head;
   head.method = "GET";
   head.path = "/v1/responses/resp_1";

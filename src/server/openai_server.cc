@@ -30,12 +30,6 @@ const Headers kJson = {{"Content-Type", "application/json"}};
 // tokenizing a multi-megabyte prompt never delays a small request.
 constexpr size_t kBulkBodyBytes = 64 << 10;
 
-void SendError(http::Responder& res, const api::ApiError& e, Headers extra = {}) {
-  Headers h = kJson;
-  h.insert(h.end(), extra.begin(), extra.end());
-  res.Send(e.http_status, std::move(h), api::ErrorBody(e));
-}
-
 AccessOutcome OutcomeOf(const std::string& outcome) {
   if (outcome == "ok") return AccessOutcome::kOk;
   if (outcome == "cancelled") return AccessOutcome::kCancelled;
@@ -82,42 +76,31 @@ struct OpenAiServer::Executors {
   }
 };
 
-struct OpenAiServer::Route {
-  std::string_view path;
-  std::string_view methods;  // space-separated
-  bool json_body;            // POST with Content-Type: application/json (else 415)
-  bool needs_key;            // when keys are configured (else 401, before the body is read)
-  void (OpenAiServer::*handler)(http::Request&&, std::shared_ptr<http::Responder>);
-};
-
-// The route table: the header gate (before the body) and the dispatch read it.
-const OpenAiServer::Route OpenAiServer::kRoutes[] = {
-    {"/health", "GET HEAD", false, false, &OpenAiServer::Health},
-    {"/ready", "GET HEAD", false, false, &OpenAiServer::Ready},
-    {"/metrics", "GET", false, false, &OpenAiServer::Metrics},
-    {"/load", "GET", false, false, &OpenAiServer::LoadRoute},
-    {"/v1/models", "GET", false, false, &OpenAiServer::Models},
-    {"/v1/chat/completions", "POST", true, true, &OpenAiServer::ChatCompletions},
-    {"/v1/completions", "POST", true, true, &OpenAiServer::Completions},
-    {"/v1/responses", "POST", true, true, &OpenAiServer::Responses},
-    {"/v1/responses/", "GET DELETE", false, true, &OpenAiServer::ResponseById},  // + {id}
-    {"/v1/responses/{}/input_items", "GET", false, true, &OpenAiServer::ResponseById},
-    {"/tokenize", "POST", true, true, &OpenAiServer::TokenizeRoute},
-    {"/detokenize", "POST", true, true, &OpenAiServer::DetokenizeRoute},
-};
+http::RouteTable OpenAiServer::Routes() {
+  using Member = void (OpenAiServer::*)(http::Request&&, std::shared_ptr<http::Responder>);
+  auto to = [this](Member m) -> http::RouteHandler {
+    return [this, m](http::Request&& req, std::shared_ptr<http::Responder> res) {
+      (this->*m)(std::move(req), std::move(res));
+    };
+  };
+  const bool metrics_key = config_.server.metrics_require_key;
+  return http::RouteTable({
+      {"/health", {"GET", "HEAD"}, false, false, to(&OpenAiServer::Health)},
+      {"/ready", {"GET", "HEAD"}, false, false, to(&OpenAiServer::Ready)},
+      {"/metrics", {"GET"}, false, metrics_key, to(&OpenAiServer::Metrics)},
+      {"/load", {"GET"}, false, false, to(&OpenAiServer::LoadRoute)},
+      {"/v1/models", {"GET"}, false, false, to(&OpenAiServer::Models)},
+      {"/v1/chat/completions", {"POST"}, true, true, to(&OpenAiServer::ChatCompletions)},
+      {"/v1/completions", {"POST"}, true, true, to(&OpenAiServer::Completions)},
+      {"/v1/responses", {"POST"}, true, true, to(&OpenAiServer::Responses)},
+      {"/v1/responses/", {"GET", "DELETE"}, false, true, to(&OpenAiServer::ResponseById)},
+      {"/v1/responses/{}/input_items", {"GET"}, false, true, to(&OpenAiServer::ResponseById)},
+      {"/tokenize", {"POST"}, true, true, to(&OpenAiServer::TokenizeRoute)},
+      {"/detokenize", {"POST"}, true, true, to(&OpenAiServer::DetokenizeRoute)},
+  });
+}
 
 namespace {
-
-std::vector<std::string> SplitMethods(std::string_view m) {
-  std::vector<std::string> out;
-  for (size_t b = 0; b < m.size();) {
-    size_t e = m.find(' ', b);
-    if (e == std::string_view::npos) e = m.size();
-    out.emplace_back(m.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
-}
 
 bool IsWildcardHost(const std::string& h) { return h.empty() || h == "0.0.0.0" || h == "::"; }
 
@@ -127,20 +110,14 @@ bool IsWildcardHost(const std::string& h) { return h.empty() || h == "0.0.0.0" |
 // read or buffered: unknown routes, a missing or wrong key, a POST that is
 // not JSON (415: browsers' "simple" cross-origin POSTs), and, with
 // authentication off, a Host that is not this machine's (DNS rebinding).
-HeaderGateConfig OpenAiServer::GateConfig(const InferenceConfig& config) {
+HeaderGateConfig OpenAiServer::GateConfig(const InferenceConfig& config, http::RouteTable routes) {
   HeaderGateConfig g;
-  for (const Route& r : kRoutes) {
-    const bool needs_key =
-        r.needs_key || (r.path == "/metrics" && config.server.metrics_require_key);
-    g.routes.push_back({std::string(r.path), SplitMethods(r.methods), r.json_body, needs_key});
-  }
+  g.routes = std::move(routes);
   if (config.keys.empty()) {
     if (!IsWildcardHost(config.server.host))
       g.allowed_hosts = {"localhost", "127.0.0.1", "[::1]", config.server.host};
   } else {
-    std::vector<std::string> keys;
-    for (const auto& k : config.keys) keys.push_back(k.key);
-    g.key_ok = KeyListChecker(std::move(keys));
+    g.keys = config.keys;
   }
   return g;
 }
@@ -190,18 +167,10 @@ Expected<std::unique_ptr<OpenAiServer>> OpenAiServer::Start(const InferenceConfi
     if (!spans.ok()) return spans.status();
     s->spans_ = std::move(*spans);
   }
-  http::ServerOptions ho;
-  ho.host = config.server.host;
-  ho.port = config.server.port;
-  ho.io_threads = config.server.http_threads;
-  ho.max_body_bytes = static_cast<size_t>(config.server.max_body_bytes);
-  ho.request_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(config.server.request_timeout_s * 1000));
-  ho.idle_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(config.server.idle_timeout_s * 1000));
-  ho.max_connections = config.server.max_connections;
+  http::ServerOptions ho = ServerOptionsOf(config.server);
   OpenAiServer* self = s.get();
-  ho.on_headers = [self, gate = GateConfig(config)](const http::Request& head) {
+  s->routes_ = s->Routes();
+  ho.on_headers = [self, gate = GateConfig(config, s->routes_)](const http::Request& head) {
     auto early = CheckHeaders(gate, head);
     if (!early) return early;
     const char* outcome = early->status == 401 ? "rejected" : "invalid";
@@ -222,7 +191,7 @@ Expected<std::unique_ptr<OpenAiServer>> OpenAiServer::Start(const InferenceConfi
         "reaches this port can generate");
   auto http =
       http::Server::Start(ho, [self](http::Request&& req, std::shared_ptr<http::Responder> res) {
-        self->Handle(std::move(req), std::move(res));
+        self->routes_.Dispatch(std::move(req), std::move(res));
       });
   if (!http.ok()) return http.status();
   s->http_ = std::move(*http);
@@ -245,17 +214,6 @@ void OpenAiServer::Stop() {
     http_->Stop();
   }
   access_log_->Flush(std::chrono::seconds(2));
-}
-
-void OpenAiServer::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
-  // The header gate answered unknown routes and methods already.
-  for (const Route& r : kRoutes) {
-    if (!RouteMatches(r.path, req.path)) continue;
-    for (const std::string& m : SplitMethods(r.methods))
-      if (m == req.method) return (this->*r.handler)(std::move(req), std::move(res));
-  }
-  SendError(*res,
-            MakeApiError(404, "invalid_request_error", "Unknown path " + req.path, "not_found"));
 }
 
 void OpenAiServer::Health(http::Request&&, std::shared_ptr<http::Responder> res) {
@@ -321,8 +279,9 @@ void OpenAiServer::Completions(http::Request&& req, std::shared_ptr<http::Respon
 void OpenAiServer::Responses(http::Request&& req, std::shared_ptr<http::Responder> res) {
   const auto arrival = Clock::now();
   if (draining_.load())
-    return Reject(MakeApiError(503, "server_error", "The server is shutting down", "draining"),
-                  "error", *res);
+    return Reject(
+        http::MakeOpenAiError(503, "server_error", "The server is shutting down", "draining"),
+        "error", *res);
   auto strand = executors_->NewStrand(req.body.size());
   net::post(strand, [this, req = std::move(req), res = std::move(res), arrival, strand]() mutable {
     RunResponses(req, std::move(res), arrival, strand);
@@ -355,9 +314,9 @@ void OpenAiServer::TokenEndpoint(bool tokenize, http::Request&& req,
   auto strand = executors_->NewStrand(req.body.size());
   net::post(strand, [this, tokenize, req = std::move(req), res = std::move(res)] {
     auto caller = Authenticate(config_, req.Header("Authorization"));
-    if (auto* e = std::get_if<api::ApiError>(&caller)) return SendError(*res, *e);
+    if (auto* e = std::get_if<api::ApiError>(&caller)) return http::SendOpenAiError(*res, *e);
     auto answer = tokenize ? Tokenize(prep_, req.body) : Detokenize(prep_, req.body);
-    if (auto* e = std::get_if<api::ApiError>(&answer)) return SendError(*res, *e);
+    if (auto* e = std::get_if<api::ApiError>(&answer)) return http::SendOpenAiError(*res, *e);
     auto& a = std::get<TokenEndpointAnswer>(answer);
     Headers h = kJson;
     for (auto& kv : ReportIgnored(a.ignored_fields)) h.push_back(std::move(kv));
@@ -368,15 +327,16 @@ void OpenAiServer::TokenEndpoint(bool tokenize, http::Request&& req,
 void OpenAiServer::Reject(const api::ApiError& e, const char* outcome, http::Responder& res,
                           Headers extra) {
   metrics_->outcome[outcome]->Inc();
-  SendError(res, e, std::move(extra));
+  http::SendOpenAiError(res, e, std::move(extra));
 }
 
 void OpenAiServer::Generate(int endpoint, http::Request&& req,
                             std::shared_ptr<http::Responder> res) {
   const auto arrival = Clock::now();
   if (draining_.load())
-    return Reject(MakeApiError(503, "server_error", "The server is shutting down", "draining"),
-                  "error", *res);
+    return Reject(
+        http::MakeOpenAiError(503, "server_error", "The server is shutting down", "draining"),
+        "error", *res);
   auto strand = executors_->NewStrand(req.body.size());
   net::post(strand,
             [this, endpoint, req = std::move(req), res = std::move(res), arrival,

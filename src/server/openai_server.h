@@ -78,12 +78,11 @@ class OpenAiServer {
 
  private:
   struct Executors;
-  struct Route;
-  static const Route kRoutes[];
-  static HeaderGateConfig GateConfig(const InferenceConfig& config);
+  // The route table: the header gate (before the body) and the dispatch read it.
+  http::RouteTable Routes();
+  static HeaderGateConfig GateConfig(const InferenceConfig& config, http::RouteTable routes);
   OpenAiServer(const InferenceConfig& config, EngineClient& engine, const PromptRenderer& renderer,
                std::string model_id, std::unique_ptr<AccessLog> access_log);
-  void Handle(http::Request&& req, std::shared_ptr<http::Responder> res);
   void Health(http::Request&& req, std::shared_ptr<http::Responder> res);
   void Ready(http::Request&& req, std::shared_ptr<http::Responder> res);
   void Metrics(http::Request&& req, std::shared_ptr<http::Responder> res);
@@ -135,6 +134,7 @@ class OpenAiServer {
   std::unique_ptr<SpanExporter> spans_;                       // null: no OTLP export
   ResponseStore responses_;  // stored Responses API responses, per tenant
   std::shared_ptr<Executors> executors_;
+  http::RouteTable routes_;
   std::unique_ptr<http::Server> http_;
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> active_{0};

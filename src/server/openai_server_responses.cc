@@ -30,8 +30,7 @@ int64_t UnixNow() {
 void OpenAiServer::RunResponseById(const http::Request& req, http::Responder& res) {
   const http::Headers json = {{"Content-Type", "application/json"}};
   auto caller = Authenticate(config_, req.Header("Authorization"));
-  if (auto* e = std::get_if<api::ApiError>(&caller))
-    return res.Send(e->http_status, json, api::ErrorBody(*e));
+  if (auto* e = std::get_if<api::ApiError>(&caller)) return http::SendOpenAiError(res, *e);
   const std::string& tenant = std::get<Caller>(caller).tenant;
   std::string id = req.path.substr(kResponsesPrefix.size());
   constexpr std::string_view kInputItems = "/input_items";
@@ -41,25 +40,22 @@ void OpenAiServer::RunResponseById(const http::Request& req, http::Responder& re
     auto query = api::ParseInputItemsQuery(qmark == std::string::npos
                                                ? std::string_view()
                                                : std::string_view(req.target).substr(qmark + 1));
-    if (auto* e = std::get_if<api::ApiError>(&query))
-      return res.Send(e->http_status, json, api::ErrorBody(*e));
+    if (auto* e = std::get_if<api::ApiError>(&query)) return http::SendOpenAiError(res, *e);
     auto stored = responses_.Get(tenant, id);
-    if (!stored) return res.Send(404, json, api::ErrorBody(api::ResponseNotFound(id)));
+    if (!stored) return http::SendOpenAiError(res, api::ResponseNotFound(id));
     auto page = api::InputItemsPage(stored->input_items, std::get<api::InputItemsQuery>(query));
-    if (auto* e = std::get_if<api::ApiError>(&page))
-      return res.Send(e->http_status, json, api::ErrorBody(*e));
+    if (auto* e = std::get_if<api::ApiError>(&page)) return http::SendOpenAiError(res, *e);
     return res.Send(200, json,
                     std::get<Json>(page).dump(-1, ' ', false, Json::error_handler_t::replace));
   }
   if (req.method == "DELETE") {
-    if (!responses_.Erase(tenant, id))
-      return res.Send(404, json, api::ErrorBody(api::ResponseNotFound(id)));
+    if (!responses_.Erase(tenant, id)) return http::SendOpenAiError(res, api::ResponseNotFound(id));
     return res.Send(200, json,
                     Json{{"id", id}, {"object", "response"}, {"deleted", true}}.dump(
                         -1, ' ', false, Json::error_handler_t::replace));
   }
   auto stored = responses_.Get(tenant, id);
-  if (!stored) return res.Send(404, json, api::ErrorBody(api::ResponseNotFound(id)));
+  if (!stored) return http::SendOpenAiError(res, api::ResponseNotFound(id));
   res.Send(200, json, stored->response.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 

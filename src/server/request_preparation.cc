@@ -4,28 +4,18 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "http/caller_identity.h"
 #include "server/openai_tools.h"
 #include "server/structured_output.h"
 
 namespace brisk {
 
-api::ApiError MakeApiError(int status, std::string type, std::string message, std::string code,
-                           std::string param) {
-  api::ApiError e;
-  e.http_status = status;
-  e.type = std::move(type);
-  e.message = std::move(message);
-  e.code = std::move(code);
-  e.param = std::move(param);
-  return e;
-}
-
 namespace {
 
 api::ApiError Invalid(std::string message, std::string code = "invalid_value",
                       std::string param = "") {
-  return MakeApiError(400, "invalid_request_error", std::move(message), std::move(code),
-                      std::move(param));
+  return http::MakeOpenAiError(400, "invalid_request_error", std::move(message), std::move(code),
+                               std::move(param));
 }
 
 // The server's caps on what one request may ask for.
@@ -249,17 +239,8 @@ std::string_view RemoteHost(std::string_view remote) {
 std::variant<Caller, api::ApiError> Authenticate(const InferenceConfig& config,
                                                  std::string_view auth) {
   if (config.keys.empty()) return Caller{};
-  const ApiKeyConfig* key = nullptr;
-  if (auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer ")) {
-    std::string_view token = auth.substr(7);
-    for (const auto& k : config.keys)
-      if (k.key == token) key = &k;
-  }
-  if (!key)
-    return MakeApiError(401, "invalid_request_error",
-                        auth.empty() ? "Missing API key: send Authorization: Bearer <key>"
-                                     : "Incorrect API key provided",
-                        "invalid_api_key");
+  const ApiKeyConfig* key = ResolveCaller(config.keys, auth);
+  if (!key) return UnauthorizedError(auth);
   return Caller{key->tenant, key->feature};
 }
 
@@ -279,7 +260,7 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
   api::ApiRequest& ar = std::get<api::ApiRequest>(parsed);
   if (ar.model != ctx.model_id && config.server.model_names == "any") ar.model = ctx.model_id;
   if (ar.model != ctx.model_id)
-    return MakeApiError(
+    return http::MakeOpenAiError(
         404, "invalid_request_error",
         "The model '" + ar.model + "' does not exist; this server serves '" + ctx.model_id + "'",
         "model_not_found", "model");
@@ -294,8 +275,8 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
   const int64_t sequences = int64_t{ar.n} * static_cast<int64_t>(std::max<size_t>(
                                                 1, ar.prompts.size() + ar.prompt_tokens.size()));
   const int queue_cap = std::get<Priority>(priority) == Priority::kBatch
-                            ? config.limits.max_queue_batch
-                            : config.limits.max_queue_interactive;
+                            ? config.scheduler.max_waiting[1]
+                            : config.scheduler.max_waiting[0];
   if (sequences > queue_cap)
     return Invalid(fmt::format("This request needs {} sequences (prompts x n) but at most {} may "
                                "wait at its priority",

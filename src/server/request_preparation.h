@@ -94,8 +94,4 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
                                                             const http::Request& request,
                                                             Clock::time_point arrival);
 
-// The OpenAI error shape with the given status, type, message, code, param.
-api::ApiError MakeApiError(int status, std::string type, std::string message, std::string code = "",
-                           std::string param = "");
-
 }  // namespace brisk

@@ -127,7 +127,7 @@ TEST_F(RequestPreparationTest, PromptsAndSamplesAreCapped) {
   auto r = Post(R"({"model":"m","prompt":["a","b","c","d"]})");
   EXPECT_EQ(Err(Prepare(r, api::Endpoint::kCompletions)).param, "prompt");
   // prompts x n over the waiting queue can never be admitted: 400, not 429.
-  config_.limits.max_queue_interactive = 5;
+  config_.scheduler.max_waiting[0] = 5;
   r = Post(R"({"model":"m","prompt":["a","b","c"],"n":2})");
   EXPECT_EQ(Err(Prepare(r, api::Endpoint::kCompletions)).param, "n");
   r = Post(R"({"model":"m","prompt":["a","b"],"n":2})");

@@ -10,27 +10,19 @@
 namespace brisk {
 namespace {
 
-const http::Headers kJson = {{"Content-Type", "application/json"}};
-
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 std::string_view FinishName(FinishReason r) {
   return r == FinishReason::kLength ? "length" : "stop";
 }
 
-void SendError(http::Responder& res, const api::ApiError& e, http::Headers extra = {}) {
-  http::Headers h = kJson;
-  h.insert(h.end(), extra.begin(), extra.end());
-  res.Send(e.http_status, std::move(h), api::ErrorBody(e));
-}
-
 }  // namespace
 
 api::ApiError QueueFullError(const Status& st, double retry_s, http::Headers* extra) {
   extra->emplace_back("Retry-After", fmt::format("{}", static_cast<int>(retry_s)));
-  return MakeApiError(429, "rate_limit_error",
-                      fmt::format("Server busy: {}. Retry after {} s.", st.message(), retry_s),
-                      "queue_full");
+  return http::MakeOpenAiError(
+      429, "rate_limit_error",
+      fmt::format("Server busy: {}. Retry after {} s.", st.message(), retry_s), "queue_full");
 }
 
 FailureAnswer SubmitFailure(const Status& st, const EngineClient& engine, Priority priority) {
@@ -39,10 +31,10 @@ FailureAnswer SubmitFailure(const Status& st, const EngineClient& engine, Priori
     f.error = QueueFullError(st, engine.RetryAfterSeconds(priority), &f.extra);
     f.outcome = "rejected";
   } else if (st.code() == StatusCode::kUnavailable) {
-    f.error = MakeApiError(503, "server_error", st.message(), "draining");
+    f.error = http::MakeOpenAiError(503, "server_error", st.message(), "draining");
     f.outcome = "error";
   } else {
-    f.error = MakeApiError(400, "invalid_request_error", st.message(), "invalid_value");
+    f.error = http::MakeOpenAiError(400, "invalid_request_error", st.message(), "invalid_value");
     f.outcome = "invalid";
   }
   return f;
@@ -58,19 +50,19 @@ ResponseSummary FailureAnswer::Summary(bool client_closed, bool started) const {
 FailureAnswer GenerationFailure(const SequenceOutput& out, const Status& error, bool client_closed,
                                 const EngineClient& engine, Priority priority) {
   FailureAnswer f;
-  f.error = MakeApiError(500, "server_error", error.ok() ? "generation failed" : error.message(),
-                         "internal_error");
+  f.error = http::MakeOpenAiError(
+      500, "server_error", error.ok() ? "generation failed" : error.message(), "internal_error");
   if (error.code() == StatusCode::kResourceExhausted) {
     f.outcome = "rejected";
     f.error = QueueFullError(error, engine.RetryAfterSeconds(priority), &f.extra);
   } else if (out.reason == FinishReason::kCancelled) {
     f.outcome = client_closed ? "cancelled" : "error";
-    f.error = MakeApiError(503, "server_error", "The request was cancelled (server shutting down)",
-                           "cancelled");
+    f.error = http::MakeOpenAiError(
+        503, "server_error", "The request was cancelled (server shutting down)", "cancelled");
   } else if (out.reason == FinishReason::kDeadline) {
     f.outcome = "timeout";
-    f.error = MakeApiError(504, "timeout", "The request's deadline passed before it finished",
-                           "deadline_exceeded");
+    f.error = http::MakeOpenAiError(
+        504, "timeout", "The request's deadline passed before it finished", "deadline_exceeded");
   }
   return f;
 }
@@ -128,7 +120,7 @@ void ResponseStream::FailSubmit(const Status& st) {
   CancelEngineRequests();
   FailureAnswer f = SubmitFailure(st, engine_, opts_.priority);
   End(f.Summary(false, false));
-  SendError(*res_, f.error, std::move(f.extra));
+  http::SendOpenAiError(*res_, f.error, std::move(f.extra));
 }
 
 // Abnormal ends finish the whole request at once.
@@ -141,11 +133,11 @@ void ResponseStream::Fail(const SequenceOutput& out, const Status& error) {
   End(f.Summary(closed, started_));  // counted before the answer leaves
   if (closed) return;
   if (started_) {
-    res_->Write(api::SseError(e));
+    res_->Write(http::OpenAiErrorEvent(e));
     res_->Write(std::string(api::kSseDone));
     res_->End();
   } else {
-    SendError(*res_, e, std::move(extra));
+    http::SendOpenAiError(*res_, e, std::move(extra));
   }
 }
 

@@ -12,12 +12,6 @@ using Json = nlohmann::ordered_json;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-void SendError(http::Responder& res, const api::ApiError& e, http::Headers extra = {}) {
-  http::Headers h = {{"Content-Type", "application/json"}};
-  h.insert(h.end(), extra.begin(), extra.end());
-  res.Send(e.http_status, std::move(h), api::ErrorBody(e));
-}
-
 }  // namespace
 
 ResponsesStream::ResponsesStream(Options options, std::shared_ptr<http::Responder> res,
@@ -70,7 +64,7 @@ void ResponsesStream::FailSubmit(const Status& st) {
   Cancel();
   FailureAnswer f = SubmitFailure(st, engine_, opts_.priority);
   End(f.Summary(false, false));
-  SendError(*res_, f.error, std::move(f.extra));
+  http::SendOpenAiError(*res_, f.error, std::move(f.extra));
 }
 
 void ResponsesStream::Fail(const SequenceOutput& out, const Status& error) {
@@ -81,7 +75,7 @@ void ResponsesStream::Fail(const SequenceOutput& out, const Status& error) {
   http::Headers& extra = f.extra;
   End(f.Summary(closed, started_));
   if (closed) return;
-  if (!started_) return SendError(*res_, e, std::move(extra));
+  if (!started_) return http::SendOpenAiError(*res_, e, std::move(extra));
   // OpenAI's stream error event, then the failed response.
   Write("error", {{"code", e.code}, {"message", e.message}, {"param", nullptr}});
   Json failed = api::ResponseObject(*opts_.request, opts_.id, opts_.created_at, opts_.model_id,

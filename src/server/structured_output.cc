@@ -39,10 +39,10 @@ std::variant<PreparedConstraint, api::ApiError> PrepareConstraint(ConstraintCach
   bool hit = false;
   auto compiled = cache ? cache->Get(spec, &hit) : CompileConstraint(spec);
   if (!compiled.ok())
-    return MakeApiError(400, "invalid_request_error",
-                        fmt::format("'{}' is not a usable JSON Schema: {}", kSchemaParam,
-                                    compiled.status().message()),
-                        "invalid_value", kSchemaParam);
+    return http::MakeOpenAiError(400, "invalid_request_error",
+                                 fmt::format("'{}' is not a usable JSON Schema: {}", kSchemaParam,
+                                             compiled.status().message()),
+                                 "invalid_value", kSchemaParam);
   out.constraint = *compiled;
   out.compiled_now = !hit;
   out.unenforced = out.constraint->compiled.unenforced;
@@ -56,12 +56,13 @@ std::variant<PreparedConstraint, api::ApiError> PrepareConstraint(ConstraintCach
         break;
       }
     }
-    return MakeApiError(400, "invalid_request_error",
-                        fmt::format("'strict': true, but this server cannot enforce every keyword "
-                                    "of the schema: {}. Remove them, or send 'strict': false to "
-                                    "be served with them unenforced (listed in the {} header).",
-                                    list, kUnenforcedKeywordsHeader),
-                        "unsupported", kSchemaParam);
+    return http::MakeOpenAiError(
+        400, "invalid_request_error",
+        fmt::format("'strict': true, but this server cannot enforce every keyword "
+                    "of the schema: {}. Remove them, or send 'strict': false to "
+                    "be served with them unenforced (listed in the {} header).",
+                    list, kUnenforcedKeywordsHeader),
+        "unsupported", kSchemaParam);
   }
   return out;
 }
@@ -79,7 +80,7 @@ std::variant<PreparedConstraint, api::ApiError> PrepareGuidedConstraint(Constrai
     const char* what = g.kind == api::GuidedSpec::Kind::kRegex    ? "regular expression"
                        : g.kind == api::GuidedSpec::Kind::kChoice ? "choice list"
                                                                   : "GBNF grammar";
-    return MakeApiError(
+    return http::MakeOpenAiError(
         400, "invalid_request_error",
         fmt::format("'{}' is not a usable {}: {}", g.param, what, compiled.status().message()),
         "invalid_value", g.param);

@@ -33,10 +33,11 @@ Problem ReadCommon(const PreparationContext& ctx, std::string_view text,
     std::string model;
     BRISK_API_TRY(ReadString(*m, "model", &model));
     if (!model.empty() && model != ctx.model_id && ctx.config->server.model_names != "any") {
-      return MakeApiError(404, "invalid_request_error",
-                          "The model '" + Snippet(model) +
-                              "' does not exist; this server serves '" + ctx.model_id + "'",
-                          "model_not_found", "model");
+      return http::MakeOpenAiError(404, "invalid_request_error",
+                                   "The model '" + Snippet(model) +
+                                       "' does not exist; this server serves '" + ctx.model_id +
+                                       "'",
+                                   "model_not_found", "model");
     }
   }
   return std::nullopt;
