@@ -19,6 +19,7 @@ struct CostFlags {
   bool json = false;
   bool totals = false;
   std::string shadow = "exclude";
+  std::string tenant;
 };
 
 int Fail(const Status& s) {
@@ -48,6 +49,7 @@ int RunCost(const CostFlags& f) {
   if (q.from_unix_ms >= q.to_unix_ms) {
     return Fail(InvalidArgument("--from must be before --to"));
   }
+  if (!f.tenant.empty()) q.tenant = f.tenant;
   auto ledger = gateway::OpenLedger(f.ledger, gateway::LedgerMode::kReadOnly);
   if (!ledger.ok()) return Fail(ledger.status());
   auto groups = (*ledger)->Query(q);
@@ -82,6 +84,7 @@ CommandRunner RegisterCost(CLI::App& app) {
                  "shadow traffic cost)")
       ->check(CLI::IsMember({"exclude", "include", "only"}))
       ->capture_default_str();
+  app.add_option("--tenant", f->tenant, "only this tenant's rows");
   app.add_flag("--totals", f->totals, "one line per group over the whole range, not per day");
   return [f]() -> int { return RunCost(*f); };
 }

@@ -149,7 +149,7 @@ bool IsPrintableToken(std::string_view s) {
   return true;
 }
 
-// keys: [{key|key_env, tenant, feature}, ...]
+// keys: [{key|key_env, tenant, feature, name, role}, ...]
 Status ReadKeys(const Reader& r, const YAML::Node& n, const Loc& at,
                 std::vector<ApiKeyConfig>* out) {
   if (n.IsNull()) return Status::Ok();
@@ -188,11 +188,19 @@ Status ReadKeys(const Reader& r, const YAML::Node& n, const Loc& at,
          }},
         {"feature", r.String(&key.feature, true)},
         {"name", r.String(&key.name, false)},
+        {"role",
+         [&](const YAML::Node& v, const Loc& loc) -> Status {
+           if (!v.IsScalar() || (v.Scalar() != "user" && v.Scalar() != "admin")) {
+             return r.Error(loc.line, "{}: expected user or admin, got {}", loc.path, Describe(v));
+           }
+           key.admin = v.Scalar() == "admin";
+           return Status::Ok();
+         }},
     };
     if (!e.IsMap()) {
       return r.Error(entry.line,
                      "{}: expected a map with keys key (or key_env), tenant, feature, name, "
-                     "got {}",
+                     "role, got {}",
                      entry.path, Describe(e));
     }
     RETURN_IF_ERROR(er.ReadMap(e, entry, fields, {}));

@@ -447,7 +447,9 @@ TEST(ConfigTest, ApiKeys) {
               HasSubstr("keys[0].tenant: expected a non-empty string"));
   EXPECT_THAT(ErrorOf("keys:\n  - {key: k, tenant: a, tier: gold}\n"),
               HasSubstr("unknown key 'tier' in 'keys[0]' (allowed: key, key_env, tenant, "
-                        "feature, name)"));
+                        "feature, name, role)"));
+  EXPECT_THAT(ErrorOf("keys:\n  - {key: k, tenant: a, role: root}\n"),
+              HasSubstr("inference.yaml:2: keys[0].role: expected user or admin"));
   EXPECT_THAT(ErrorOf("keys: {key: k, tenant: a}\n"),
               HasSubstr("inference.yaml:1: keys: expected a sequence"));
   EXPECT_THAT(ErrorOf("keys:\n  - sk-1\n"),

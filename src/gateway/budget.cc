@@ -133,7 +133,7 @@ void Budgets::Record(const LedgerRow& row) {
          Time(std::chrono::milliseconds(row.time_unix_ms)));
 }
 
-nlohmann::ordered_json Budgets::SnapshotJson(Time now) {
+nlohmann::ordered_json Budgets::SnapshotJson(Time now, const std::vector<std::string>* only_keys) {
   const int64_t now_ms = UnixMs(now);
   auto window = [](const Window& w) -> nlohmann::ordered_json {
     if (w.limit_usd <= 0) return nullptr;
@@ -145,7 +145,11 @@ nlohmann::ordered_json Budgets::SnapshotJson(Time now) {
   nlohmann::ordered_json data = nlohmann::ordered_json::array();
   std::lock_guard lock(mu_);
   for (bool is_feature : {false, true}) {
+    if (is_feature && only_keys) continue;
     for (auto& [name, s] : is_feature ? features_ : keys_) {
+      if (only_keys && std::find(only_keys->begin(), only_keys->end(), name) == only_keys->end()) {
+        continue;
+      }
       Roll(&s, now_ms);
       data.push_back({{"kind", is_feature ? "feature" : "key"},
                       {"name", name},

@@ -56,7 +56,10 @@ class Budgets {
   //   {"object":"budgets","data":[{"kind":"key"|"feature","name":...,
   //     "daily":{"limit_usd","spent_usd","remaining_usd","resets_at"} | null,
   //     "monthly":{...} | null}, ...]}
-  nlohmann::ordered_json SnapshotJson(Time now);
+  // `only_keys` non-null: the budgets of those key names alone, no feature budgets
+  // (a feature's spend adds up every tenant's).
+  nlohmann::ordered_json SnapshotJson(Time now,
+                                      const std::vector<std::string>* only_keys = nullptr);
 
   bool empty() const { return keys_.empty() && features_.empty(); }
 

@@ -131,6 +131,19 @@ TEST(BudgetsTest, SnapshotShowsLimitsSpendAndResets) {
   EXPECT_TRUE(Budgets({}).empty());
 }
 
+TEST(BudgetsTest, ASnapshotForOneTenantHasItsKeysAndNoFeatures) {
+  Budgets b({KeyBudget("a-ci", 2, 0), KeyBudget("a-web", 3, 0), KeyBudget("b-ci", 4, 0),
+             FeatureBudget("summarize", 0, 100)});
+  const std::vector<std::string> tenant_a = {"a-ci", "a-web"};
+  const auto snap = b.SnapshotJson(At(kDec1Ms), &tenant_a);
+  ASSERT_EQ(snap["data"].size(), 2u);
+  EXPECT_EQ(snap["data"][0]["name"], "a-ci");
+  EXPECT_EQ(snap["data"][1]["name"], "a-web");
+  const std::vector<std::string> none;
+  EXPECT_TRUE(b.SnapshotJson(At(kDec1Ms), &none)["data"].empty());
+  EXPECT_EQ(b.SnapshotJson(At(kDec1Ms))["data"].size(), 4u);  // every budget
+}
+
 TEST(BudgetsTest, ConcurrentRecordsAddUp) {
   Budgets b({KeyBudget("k", 0, 1e9)});
   const auto now = At(kDec1Ms);

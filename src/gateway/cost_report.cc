@@ -10,7 +10,7 @@
 namespace brisk::gateway {
 namespace {
 
-constexpr std::string_view kParams = "group_by, from, to, by_day, shadow";
+constexpr std::string_view kParams = "group_by, from, to, by_day, shadow, tenant";
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -107,7 +107,7 @@ Expected<int64_t> ParseReportTime(std::string_view text, bool is_end) {
 Expected<CostQuery> ParseCostQuery(std::string_view query_string) {
   CostQuery q;
   bool seen_group_by = false, seen_from = false, seen_to = false, seen_by_day = false,
-       seen_shadow = false;
+       seen_shadow = false, seen_tenant = false;
   size_t pos = 0;
   while (pos <= query_string.size()) {
     size_t amp = query_string.find('&', pos);
@@ -147,6 +147,9 @@ Expected<CostQuery> ParseCostQuery(std::string_view query_string) {
     } else if (name == "shadow") {
       RETURN_IF_ERROR(once(&seen_shadow));
       ASSIGN_OR_RETURN(q.shadow, ParseShadowFilter(value));
+    } else if (name == "tenant") {
+      RETURN_IF_ERROR(once(&seen_tenant));
+      q.tenant = value;
     } else {
       return InvalidArgument("unknown parameter '{}' (expected {})", name, kParams);
     }
@@ -166,6 +169,7 @@ nlohmann::ordered_json CostReportJson(const CostQuery& q, const std::vector<Cost
   j["from"] = TimeOrNull(q.from_unix_ms, q.from_unix_ms > 0);  // 0: from the beginning
   j["to"] = TimeOrNull(q.to_unix_ms, q.to_unix_ms != INT64_MAX);
   j["shadow"] = ShadowFilterName(q.shadow);
+  j["tenant"] = q.tenant ? nlohmann::ordered_json(*q.tenant) : nlohmann::ordered_json(nullptr);
   nlohmann::ordered_json data = nlohmann::ordered_json::array();
   for (const CostGroup& g : groups) {
     nlohmann::ordered_json row;

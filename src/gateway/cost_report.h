@@ -32,6 +32,8 @@ Expected<int64_t> ParseReportTime(std::string_view text, bool is_end);
 //   by_day=1|0|true|false          (default 0)
 //   shadow=exclude|include|only    (default exclude: the callers' bill; shadow
 //                                   rows are what rollouts cost the operator)
+//   tenant=<name>                  (only that tenant's rows; default: every
+//                                   tenant's the caller may read)
 // %XX escapes are decoded ('+' stays '+', so "+02:00" offsets survive
 // unescaped). An unknown parameter, a repeated one, a bad value or from >= to
 // is kInvalidArgument with a message naming the parameter.
@@ -39,6 +41,7 @@ Expected<CostQuery> ParseCostQuery(std::string_view query_string);
 
 // {"object":"cost_report","group_by":"feature","by_day":true,
 //  "from":"2026-12-01T00:00:00Z" | null, "to":... | null, "shadow":"exclude",
+//  "tenant":"acme" | null,
 //  "data":[{"key":...,"day":"2026-12-01" | null,"requests":...,"prompt_tokens":...,
 //           "cached_tokens":...,"completion_tokens":...,"cost_usd":...,"escalations":...}],
 //  "total":{"requests":...,"prompt_tokens":...,...}}

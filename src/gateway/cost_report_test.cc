@@ -60,6 +60,12 @@ TEST(CostQueryTest, ParsesEveryParameter) {
   q = ParseCostQuery("from=&to=");  // empty: unbounded
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   EXPECT_EQ(q->to_unix_ms, INT64_MAX);
+  EXPECT_FALSE(q->tenant.has_value());
+
+  q = ParseCostQuery("tenant=acme%20corp");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(q->tenant, "acme corp");
+  EXPECT_FALSE(ParseCostQuery("tenant=a&tenant=b").ok());
 }
 
 TEST(CostQueryTest, BadInputIsAClearInvalidArgument) {
@@ -71,7 +77,8 @@ TEST(CostQueryTest, BadInputIsAClearInvalidArgument) {
        "(2026-12-01T10:00:00Z) or unix seconds"},
       {"to=2026-02-30", "to: '2026-02-30' is not a valid date"},
       {"by_day=yes", "by_day 'yes': expected 1, 0, true or false"},
-      {"limit=10", "unknown parameter 'limit' (expected group_by, from, to, by_day, shadow)"},
+      {"limit=10",
+       "unknown parameter 'limit' (expected group_by, from, to, by_day, shadow, tenant)"},
       {"shadow=yes", "shadow 'yes': expected exclude, include or only"},
       {"shadow=", "shadow '': expected exclude, include or only"},
       {"shadow=only&shadow=include", "parameter 'shadow' given twice"},
@@ -134,11 +141,12 @@ TEST(CostReportTest, JsonShape) {
   by_tier.group_by = GroupBy::kTier;
   by_tier.to_unix_ms = kDec1Ms + 1500;
   const nlohmann::ordered_json t = CostReportJson(by_tier, {});
-  EXPECT_EQ(t.dump(), R"({"object":"cost_report","group_by":"tier","by_day":false,"from":null,)"
-                      R"("to":"2026-12-01T00:00:01.500Z","shadow":"exclude","data":[],)"
-                      R"("total":{"requests":0,)"
-                      R"("prompt_tokens":0,"cached_tokens":0,"completion_tokens":0,"cost_usd":0.0,)"
-                      R"("escalations":0}})");
+  EXPECT_EQ(t.dump(),
+            R"({"object":"cost_report","group_by":"tier","by_day":false,"from":null,)"
+            R"("to":"2026-12-01T00:00:01.500Z","shadow":"exclude","tenant":null,"data":[],)"
+            R"("total":{"requests":0,)"
+            R"("prompt_tokens":0,"cached_tokens":0,"completion_tokens":0,"cost_usd":0.0,)"
+            R"("escalations":0}})");
   // A group without a day (not by day) has "day": null.
   CostGroup g;
   g.key = "small";

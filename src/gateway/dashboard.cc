@@ -9,7 +9,10 @@
 #include <sstream>
 
 #include "gateway/dashboard_page.h"
+#include "gateway/data_scope.h"
 #include "gateway/gateway_core.h"
+#include "http/caller_identity.h"
+#include "http/openai_error.h"
 #include "util/log.h"
 
 namespace brisk::gateway {
@@ -121,16 +124,18 @@ Json DashboardStats::Snapshot(const std::vector<std::string>& tiers, Clock::time
   return out;
 }
 
-std::optional<Json> DashboardStats::CachedCost(Clock::time_point now, Clock::duration max_age) {
+std::optional<Json> DashboardStats::CachedCost(const std::string& scope, Clock::time_point now,
+                                               Clock::duration max_age) {
   std::lock_guard lock(cost_mu_);
-  if (!cost_ || now - cost_at_ > max_age) return std::nullopt;
-  return cost_;
+  auto it = cost_.find(scope);
+  if (it == cost_.end() || now - it->second.at > max_age) return std::nullopt;
+  return it->second.cost;
 }
 
-void DashboardStats::StoreCost(Json cost, Clock::time_point now) {
+void DashboardStats::StoreCost(const std::string& scope, Json cost, Clock::time_point now) {
   std::lock_guard lock(cost_mu_);
-  cost_ = std::move(cost);
-  cost_at_ = now;
+  if (cost_.size() >= kMaxCostScopes && !cost_.count(scope)) cost_.clear();
+  cost_[scope] = {std::move(cost), now};
 }
 
 // --- HTTP. ---
@@ -197,8 +202,9 @@ Json ReplicasJson(GatewayCore& core) {
 }
 
 // The last kCostDays UTC days, today included: {"groups": [...]} or {"error": ...}.
-Json CostByFeatureDay(Ledger& ledger, int64_t now_unix_ms) {
+Json CostByFeatureDay(Ledger& ledger, const DataScope& scope, int64_t now_unix_ms) {
   CostQuery q;
+  if (!scope.all) q.tenant = scope.tenant;
   q.group_by = GroupBy::kFeature;
   q.from_unix_ms = (now_unix_ms / kDayMs - (kCostDays - 1)) * kDayMs;
   q.by_day = true;
@@ -218,10 +224,12 @@ Json CostByFeatureDay(Ledger& ledger, int64_t now_unix_ms) {
   return {{"groups", rows}};
 }
 
-void ServeData(GatewayCore& core, std::shared_ptr<http::Responder> res) {
+// `scope` nullopt: a caller without a key, who gets no cost data.
+void ServeData(GatewayCore& core, std::optional<DataScope> scope,
+               std::shared_ptr<http::Responder> res) {
   // The ledger query may read a large table: off the HTTP I/O thread. The
   // core outlives its upstream threads (its destructor joins them first).
-  boost::asio::post(core.upstream_io, [&core, res = std::move(res)] {
+  boost::asio::post(core.upstream_io, [&core, scope = std::move(scope), res = std::move(res)] {
     const auto now = DashboardStats::Clock::now();
     const auto wall = std::chrono::system_clock::now();
     const int64_t wall_ms =
@@ -236,11 +244,22 @@ void ServeData(GatewayCore& core, std::shared_ptr<http::Responder> res) {
     data["window_s"] = stats.window().count();
     data["tiers"] = stats.Snapshot(names, now);
     data["replicas"] = ReplicasJson(core);
+    data["cost_scope"] = scope ? Json(scope->Describe()) : Json(nullptr);
+    if (!scope) {
+      data["cost_by_feature_day"] = Json::array();
+      data["cost_error"] =
+          "cost data needs an API key: a tenant's key shows its own, an admin key all";
+      return res->Send(200, Headers("application/json", "no-store"),
+                       data.dump(-1, ' ', false, Json::error_handler_t::replace));
+    }
+    const std::string scope_name = scope->Describe();
     std::optional<Json> cost;
-    if (core.dashboard) cost = core.dashboard->CachedCost(now, kCostMaxAge);
+    if (core.dashboard) cost = core.dashboard->CachedCost(scope_name, now, kCostMaxAge);
     if (!cost) {
-      cost = CostByFeatureDay(*core.ledger, wall_ms);
-      if (core.dashboard && !cost->contains("error")) core.dashboard->StoreCost(*cost, now);
+      cost = CostByFeatureDay(*core.ledger, *scope, wall_ms);
+      if (core.dashboard && !cost->contains("error")) {
+        core.dashboard->StoreCost(scope_name, *cost, now);
+      }
     }
     if (cost->contains("error")) {
       log::Warn("dashboard: cost query failed: {}", (*cost)["error"].get<std::string>());
@@ -288,7 +307,15 @@ void ServeDashboard(GatewayCore& core, const http::Request& req,
     return res->Send(200, Headers("application/javascript; charset=utf-8", "public, max-age=3600"),
                      std::string(*js));
   }
-  if (p == "/dashboard/data") return ServeData(core, std::move(res));
+  if (p == "/dashboard/data") {
+    const std::string_view auth = req.Header("Authorization");
+    std::optional<DataScope> scope;
+    if (!auth.empty() || core.config.keys.empty()) {
+      scope = ResolveDataScope(core.config, auth);
+      if (!scope) return http::SendOpenAiError(*res, UnauthorizedError(auth));
+    }
+    return ServeData(core, std::move(scope), std::move(res));
+  }
   SendText(*res, 404, "no such dashboard file\n");
 }
 

@@ -74,9 +74,12 @@ class DashboardStats {
   std::chrono::seconds window() const { return window_; }
 
   // The ledger's cost per feature per day changes slowly and its query reads
-  // the table: /dashboard/data reuses an answer younger than `max_age`.
-  std::optional<nlohmann::json> CachedCost(Clock::time_point now, Clock::duration max_age);
-  void StoreCost(nlohmann::json cost, Clock::time_point now);
+  // the table: /dashboard/data reuses an answer younger than `max_age`, one per
+  // scope (DataScope::Describe: "all", "tenant:acme"; at most kMaxCostScopes kept).
+  std::optional<nlohmann::json> CachedCost(const std::string& scope, Clock::time_point now,
+                                           Clock::duration max_age);
+  void StoreCost(const std::string& scope, nlohmann::json cost, Clock::time_point now);
+  static constexpr size_t kMaxCostScopes = 256;
 
  private:
   struct Sample {
@@ -95,13 +98,18 @@ class DashboardStats {
   size_t max_samples_;
   Clock::time_point start_;
 
+  struct CachedAnswer {
+    nlohmann::json cost;
+    Clock::time_point at;
+  };
   std::mutex cost_mu_;
-  std::optional<nlohmann::json> cost_;  // guarded by cost_mu_
-  Clock::time_point cost_at_{};         // guarded by cost_mu_
+  std::map<std::string, CachedAnswer> cost_;  // by scope; guarded by cost_mu_
 };
 
 // The paths ServeDashboard answers (GET). Like /metrics they take no API key:
-// a browser cannot attach one to a page load.
+// a browser cannot attach one to a page load. The page's script sends the key
+// the user types to /dashboard/data, whose cost part is the key's DataScope
+// (data_scope.h); without a key it has no cost data (a wrong key is a 401).
 inline constexpr const char* kDashboardPaths[] = {
     "/dashboard",          "/dashboard/app.js", "/dashboard/app.css",
     "/dashboard/chart.js", "/dashboard/data",

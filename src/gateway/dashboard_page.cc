@@ -30,6 +30,10 @@ std::string_view DashboardHtml() {
 <header>
   <h1>Brisk gateway</h1>
   <span id="status" class="status">connecting&hellip;</span>
+  <form id="key-form" class="key-form" autocomplete="off">
+    <input id="api-key" type="password" placeholder="API key (for cost)" aria-label="API key">
+    <button type="submit">use key</button>
+  </form>
 </header>
 <main>
 <section>
@@ -109,6 +113,7 @@ th:first-child, td:first-child, td.text { text-align: left; }
 th { font-weight: 600; color: var(--muted); }
 .down { color: #b42318; font-weight: 600; }
 .note { color: var(--muted); }
+.key-form { margin-left: auto; }
 )page";
 }
 
@@ -300,14 +305,32 @@ std::string_view DashboardScript() {
       }),
     })), true);
     const total = cost.reduce((sum, g) => sum + g.cost_usd, 0);
-    $("cost-note").textContent = latest.cost_error
+    const scope = latest.cost_scope === "all" ? "all tenants" :
+        String(latest.cost_scope || "").replace(/^tenant:/, "tenant ");
+    $("cost-note").textContent = latest.cost_scope === null
+        ? `No cost data: ${latest.cost_error}.`
+        : latest.cost_error
         ? `The ledger query failed: ${latest.cost_error}`
-        : `${cost.reduce((n, g) => n + g.requests, 0)} requests, ${usd(total)} in total.`;
+        : `${cost.reduce((n, g) => n + g.requests, 0)} requests, ${usd(total)} in total (${scope}).`;
   }
 
+  // The key the user typed, for this tab only: the cost part of
+  // /dashboard/data is that key's tenant's (an admin key's: every tenant's).
+  const KEY_ITEM = "brisk-dashboard-key";
+  $("key-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const key = $("api-key").value.trim();
+    if (key === "") sessionStorage.removeItem(KEY_ITEM); else sessionStorage.setItem(KEY_ITEM, key);
+    $("api-key").value = "";
+  });
+
   function poll() {
-    fetch("/dashboard/data", { cache: "no-store" })
-      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`))))
+    const key = sessionStorage.getItem(KEY_ITEM);
+    const headers = key ? { Authorization: `Bearer ${key}` } : {};
+    fetch("/dashboard/data", { cache: "no-store", headers: headers })
+      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(
+          r.status === 401 ? "HTTP 401: the API key is not one of this gateway's" :
+                             `HTTP ${r.status}`))))
       .then((data) => {
         const at = new Date(data.generated_at * 1000);
         history.push({ label: at.toTimeString().slice(0, 8), data: data });

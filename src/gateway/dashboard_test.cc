@@ -205,10 +205,20 @@ TEST(DashboardStats, ConcurrentRecordAndSnapshot) {
 TEST(DashboardStats, CostCacheExpires) {
   DashboardStats stats;
   const auto t0 = Clock::now();
-  EXPECT_FALSE(stats.CachedCost(t0, seconds(10)).has_value());
-  stats.StoreCost(Json{{"groups", Json::array()}}, t0);
-  EXPECT_TRUE(stats.CachedCost(t0 + seconds(10), seconds(10)).has_value());
-  EXPECT_FALSE(stats.CachedCost(t0 + seconds(11), seconds(10)).has_value());
+  EXPECT_FALSE(stats.CachedCost("all", t0, seconds(10)).has_value());
+  stats.StoreCost("all", Json{{"groups", Json::array()}}, t0);
+  EXPECT_TRUE(stats.CachedCost("all", t0 + seconds(10), seconds(10)).has_value());
+  EXPECT_FALSE(stats.CachedCost("all", t0 + seconds(11), seconds(10)).has_value());
+}
+
+TEST(DashboardStats, CostCacheKeepsScopesApart) {
+  DashboardStats stats;
+  const auto t0 = Clock::now();
+  stats.StoreCost("tenant:a", Json{{"groups", Json::array({1})}}, t0);
+  EXPECT_FALSE(stats.CachedCost("tenant:b", t0, seconds(10)).has_value());
+  EXPECT_FALSE(stats.CachedCost("all", t0, seconds(10)).has_value());
+  ASSERT_TRUE(stats.CachedCost("tenant:a", t0, seconds(10)).has_value());
+  EXPECT_EQ((*stats.CachedCost("tenant:a", t0, seconds(10)))["groups"].size(), 1u);
 }
 
 // The page runs under "script-src 'self'; style-src 'self'": no inline

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "gateway/budget.h"
 #include "gateway/cost_report.h"
 #include "gateway/dashboard.h"
+#include "gateway/data_scope.h"
 #include "gateway/gateway_core.h"
 #include "gateway/json_fields.h"
 #include "gateway/proxied_request.h"
@@ -120,6 +122,36 @@ GatewayCore::~GatewayCore() {
 
 namespace {
 
+// Every model id the gateway answers to, in /v1/models order: the router's ("auto", each
+// tier's name and configured model id), then each tier's id learnt from its upstreams.
+// With the tier index a learnt id routes to (-1 for the router's own).
+std::vector<std::pair<std::string, int>> AdvertisedModels(GatewayCore& core) {
+  std::vector<std::pair<std::string, int>> ids;
+  auto listed = [&](const std::string& id) {
+    return std::any_of(ids.begin(), ids.end(), [&](const auto& p) { return p.first == id; });
+  };
+  for (std::string& id : core.router->ModelIds()) ids.emplace_back(std::move(id), -1);
+  for (auto& t : core.tiers) {
+    std::string m = t->Model();
+    if (!m.empty() && !listed(m)) ids.emplace_back(std::move(m), t->index);
+  }
+  return ids;
+}
+
+// The router's plan, or for a model id learnt from a tier's upstreams, that tier. The
+// NotFound's message lists every id the gateway answers to.
+Expected<RoutePlan> PlanRoute(GatewayCore& core, const RequestFacts& facts) {
+  auto plan = core.router->Route(facts);
+  if (plan.ok() || plan.status().code() != StatusCode::kNotFound) return plan;
+  const auto ids = AdvertisedModels(core);
+  for (const auto& [id, tier] : ids) {
+    if (tier >= 0 && id == facts.model) return RoutePlan{{tier}, "model"};
+  }
+  std::string names;
+  for (const auto& [id, tier] : ids) names += (names.empty() ? "" : ", ") + id;
+  return NotFound("The model '{}' does not exist here; models: {}", facts.model, names);
+}
+
 void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
                     http::Request&& req, std::shared_ptr<http::Responder> res) {
   const auto arrival = Clock::now();
@@ -179,7 +211,7 @@ void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
     facts.has_response_format = type == "json_object" || type == "json_schema";
   }
   facts.prompt_text = prompt;
-  auto plan = core->router->Route(facts);
+  auto plan = PlanRoute(*core, facts);
   if (!plan.ok()) {
     http::SendOpenAiError(*res, 404, "invalid_request_error", plan.status().message(),
                           "model_not_found", "model");
@@ -239,34 +271,43 @@ void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
 
 void HandleModels(const std::shared_ptr<GatewayCore>& core, http::Responder& res) {
   Json data = Json::array();
-  for (const std::string& id : core->router->ModelIds()) {
+  for (const auto& [id, tier] : AdvertisedModels(*core)) {
     data.push_back({{"id", id},
                     {"object", "model"},
                     {"created", core->created_unix},
                     {"owned_by", "brisk-gateway"}});
   }
-  for (auto& t : core->tiers) {
-    std::string m = t->Model();
-    bool listed = false;
-    for (const Json& d : data) listed = listed || d["id"] == m;
-    if (!m.empty() && !listed) {
-      data.push_back({{"id", m},
-                      {"object", "model"},
-                      {"created", core->created_unix},
-                      {"owned_by", "brisk-gateway"}});
-    }
-  }
   SendJson(res, 200, {{"object", "list"}, {"data", data}});
 }
 
-void HandleCost(const std::shared_ptr<GatewayCore>& core, const std::string& target,
+// The caller's DataScope, or null after answering 401.
+std::optional<DataScope> ScopeOrRefuse(const GatewayCore& core, const http::Request& req,
+                                       http::Responder& res) {
+  const std::string_view auth = req.Header("Authorization");
+  auto scope = ResolveDataScope(core.config, auth);
+  if (!scope) http::SendOpenAiError(res, UnauthorizedError(auth));
+  return scope;
+}
+
+void HandleCost(const std::shared_ptr<GatewayCore>& core, const http::Request& req,
                 std::shared_ptr<http::Responder> res) {
-  const size_t q = target.find('?');
-  const std::string query = q == std::string::npos ? "" : target.substr(q + 1);
+  auto scope = ScopeOrRefuse(*core, req, *res);
+  if (!scope) return;
+  const size_t q = req.target.find('?');
+  const std::string query = q == std::string::npos ? "" : req.target.substr(q + 1);
   auto parsed = ParseCostQuery(query);
   if (!parsed.ok()) {
     http::SendOpenAiError(*res, 400, "invalid_request_error", parsed.status().message(), "");
     return;
+  }
+  if (!scope->all) {
+    if (parsed->tenant && *parsed->tenant != scope->tenant) {
+      http::SendOpenAiError(*res, 403, "invalid_request_error",
+                            "this API key reads only its own tenant's cost data",
+                            "permission_denied", "tenant");
+      return;
+    }
+    parsed->tenant = scope->tenant;
   }
   // The query may read a large table: off the I/O thread.
   boost::asio::post(core->upstream_io, [core, res, cq = *parsed] {
@@ -302,12 +343,16 @@ http::RouteTable Routes(const std::shared_ptr<GatewayCore>& core) {
   auto models = to([](const std::shared_ptr<GatewayCore>& c, http::Request&&,
                       std::shared_ptr<http::Responder> res) { HandleModels(c, *res); });
   auto cost = to([](const std::shared_ptr<GatewayCore>& c, http::Request&& req,
-                    std::shared_ptr<http::Responder> res) { HandleCost(c, req.target, res); });
-  auto budgets = to([](const std::shared_ptr<GatewayCore>& c, http::Request&&,
+                    std::shared_ptr<http::Responder> res) { HandleCost(c, req, res); });
+  auto budgets = to([](const std::shared_ptr<GatewayCore>& c, http::Request&& req,
                        std::shared_ptr<http::Responder> res) {
-    std::string body = c->budgets
-                           ? c->budgets->SnapshotJson(std::chrono::system_clock::now()).dump()
-                           : R"({"object":"budgets","data":[]})";
+    auto scope = ScopeOrRefuse(*c, req, *res);
+    if (!scope) return;
+    std::string body = c->budgets ? c->budgets
+                                        ->SnapshotJson(std::chrono::system_clock::now(),
+                                                       scope->all ? nullptr : &scope->key_names)
+                                        .dump()
+                                  : R"({"object":"budgets","data":[]})";
     res->Send(200, {{"Content-Type", "application/json"}}, std::move(body));
   });
   auto health = to([](const std::shared_ptr<GatewayCore>&, http::Request&&,
@@ -334,8 +379,10 @@ http::RouteTable Routes(const std::shared_ptr<GatewayCore>& core) {
       {"/v1/chat/completions", {"POST"}, true, true, generate(Endpoint::kChat)},
       {"/v1/completions", {"POST"}, true, true, generate(Endpoint::kCompletions)},
       {"/v1/models", {"GET", "HEAD"}, false, true, models},
-      {"/v1/cost", {"GET"}, false, true, cost},
-      {"/v1/budgets", {"GET"}, false, true, budgets},
+      // Cost data takes a caller's key or the admin key; the handlers check it
+      // (data_scope.h), so the header gate lets the admin key through.
+      {"/v1/cost", {"GET"}, false, false, cost},
+      {"/v1/budgets", {"GET"}, false, false, budgets},
       {"/health", {"GET", "HEAD"}, false, false, health},
       {"/ready", {"GET", "HEAD"}, false, false, ready},
       {"/metrics", {"GET"}, false, false, metrics},

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,6 +84,7 @@ struct CostQuery {
   int64_t to_unix_ms = INT64_MAX;  // exclusive
   bool by_day = false;             // also group by UTC day
   ShadowFilter shadow = ShadowFilter::kExclude;
+  std::optional<std::string> tenant;  // only this tenant's rows; nullopt = every tenant's
 };
 
 // Counters of the writer thread since the ledger was opened.

@@ -69,10 +69,11 @@ std::string RollupSql(const CostQuery& q, char p, bool has_shadow_columns) {
       "CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT), "
       "CAST(COALESCE(SUM(cost_usd), 0) AS DOUBLE PRECISION), "
       "CAST(COALESCE(SUM(escalations), 0) AS BIGINT) "
-      "FROM brisk_ledger WHERE time_unix_ms >= {p}1 AND time_unix_ms < {p}2{shadow} "
+      "FROM brisk_ledger WHERE time_unix_ms >= {p}1 AND time_unix_ms < {p}2{tenant}{shadow} "
       "GROUP BY 1{group_day}",
       fmt::arg("key", key), fmt::arg("day", q.by_day ? fmt::format("{}, ", kDayExpr) : ""),
-      fmt::arg("p", p), fmt::arg("shadow", ShadowCondition(q.shadow, has_shadow_columns)),
+      fmt::arg("p", p), fmt::arg("tenant", q.tenant ? fmt::format(" AND tenant = {}3", p) : ""),
+      fmt::arg("shadow", ShadowCondition(q.shadow, has_shadow_columns)),
       fmt::arg("group_day", q.by_day ? ", 2" : ""));
 }
 

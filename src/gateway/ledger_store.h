@@ -60,7 +60,8 @@ std::string InsertSql(int rows, char placeholder);
 
 // The rollup: SELECT key[, day number], count, sums ... GROUP BY ... with the
 // time range bound as parameters 1 (from, inclusive) and 2 (to, exclusive),
-// and q.shadow's condition on the shadow column. Result columns: key, day
+// q.tenant's condition (tenant = parameter 3) and q.shadow's condition on
+// the shadow column. Result columns: key, day
 // (days since 1970-01-01 UTC; only when q.by_day), requests, prompt, cached,
 // completion, cost, escalations. `has_shadow_columns` false: a table of an
 // older version opened read-only, where every row is a caller's and no row

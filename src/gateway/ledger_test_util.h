@@ -92,6 +92,7 @@ inline std::vector<CostGroup> ExpectedRollup(const std::vector<LedgerRow>& rows,
     if (r.time_unix_ms < q.from_unix_ms || r.time_unix_ms >= q.to_unix_ms) continue;
     if (q.shadow == ShadowFilter::kExclude && r.shadow) continue;
     if (q.shadow == ShadowFilter::kOnly && !r.shadow) continue;
+    if (q.tenant && r.tenant != *q.tenant) continue;
     const std::string& key = q.group_by == GroupBy::kFeature  ? r.feature
                              : q.group_by == GroupBy::kTier   ? r.tier
                              : q.group_by == GroupBy::kTenant ? r.tenant
@@ -214,6 +215,22 @@ inline void CheckRollups(Ledger& ledger) {
         auto got = ledger.Query(q);
         ASSERT_TRUE(got.ok()) << got.status().ToString();
         ExpectSameGroups(*got, ExpectedRollup(rows, q));
+      }
+    }
+  }
+  // One tenant's rows alone (what a tenant's key reads through GET /v1/cost).
+  for (const char* tenant : {"acme", "globex", "nobody"}) {
+    for (GroupBy g : {GroupBy::kFeature, GroupBy::kTenant}) {
+      CostQuery q;
+      q.group_by = g;
+      q.by_day = true;
+      q.tenant = tenant;
+      SCOPED_TRACE(::testing::Message() << "tenant " << tenant);
+      auto got = ledger.Query(q);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      ExpectSameGroups(*got, ExpectedRollup(rows, q));
+      if (g == GroupBy::kTenant) {
+        for (const CostGroup& group : *got) EXPECT_EQ(group.key, tenant);
       }
     }
   }

@@ -268,10 +268,10 @@ class PostgresStore final : public LedgerStore {
   Expected<std::vector<CostGroup>> Query(const CostQuery& q) override {
     const std::string from = std::to_string(q.from_unix_ms);
     const std::string to = std::to_string(q.to_unix_ms);
-    const char* params[] = {from.c_str(), to.c_str()};
+    const char* params[] = {from.c_str(), to.c_str(), q.tenant ? q.tenant->c_str() : nullptr};
     const std::string sql = RollupSql(q, '$', has_shadow_columns_);
     std::lock_guard lock(read_mu_);
-    ASSIGN_OR_RETURN(Result r, Read(sql.c_str(), 2, params));
+    ASSIGN_OR_RETURN(Result r, Read(sql.c_str(), q.tenant ? 3 : 2, params));
     std::vector<CostGroup> groups;
     const int n = PQntuples(r.get());
     groups.reserve(static_cast<size_t>(n));

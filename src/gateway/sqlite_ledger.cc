@@ -203,6 +203,10 @@ class SqliteStore final : public LedgerStore {
     ASSIGN_OR_RETURN(sqlite3_stmt * stmt, reader_.Prepare(RollupSql(q, '?', has_shadow_columns_)));
     sqlite3_bind_int64(stmt, 1, q.from_unix_ms);
     sqlite3_bind_int64(stmt, 2, q.to_unix_ms);
+    if (q.tenant) {
+      sqlite3_bind_text(stmt, 3, q.tenant->data(), static_cast<int>(q.tenant->size()),
+                        SQLITE_STATIC);
+    }
     std::vector<CostGroup> groups;
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {

@@ -27,6 +27,10 @@ struct ApiKeyConfig {
   std::string tenant;   // required
   std::string feature;  // optional cost-attribution tag; "" = none
   std::string name;     // what logs, the cost ledger and budgets call the key; default: tenant
+  // `role: admin`: the key reads every tenant's cost data on the gateway (/v1/cost,
+  // /v1/budgets, /dashboard/data); a key of the default role, `user`, reads its own
+  // tenant's only.
+  bool admin = false;
   bool operator==(const ApiKeyConfig&) const = default;
 };
 
