@@ -73,6 +73,25 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"rope_scaling", r.OneOf(&m.rope_scaling, kRopeScalings)},
            {"rope_scaling_factor", r.Number(&m.rope_scaling_factor, 0, 1024)},
            {"rope_original_context", r.Int(&m.rope_original_context, 0, 1 << 24)},
+           {"reasoning",
+            [&r, &m](const YAML::Node& n, const Loc& loc) -> Status {
+              if (n.IsScalar() && (n.Scalar() == "auto" || n.Scalar() == "off")) {
+                m.reasoning = n.Scalar();
+                return Status::Ok();
+              }
+              if (n.IsSequence() && n.size() == 2 && n[0].IsScalar() && n[1].IsScalar() &&
+                  !n[0].Scalar().empty() && !n[1].Scalar().empty() &&
+                  n[0].Scalar() != n[1].Scalar()) {
+                m.reasoning = "markers";
+                m.reasoning_start = n[0].Scalar();
+                m.reasoning_end = n[1].Scalar();
+                return Status::Ok();
+              }
+              return r.Error(loc.line,
+                             "{}: expected auto, off or [start marker, end marker] (two "
+                             "different non-empty strings), got {}",
+                             loc.path, Describe(n));
+            }},
        }},
       {"scheduler",
        {

@@ -32,6 +32,11 @@ struct InferenceConfig {
     std::string rope_scaling = "file";
     double rope_scaling_factor = 0;     // 0 = max_context_tokens / rope_original_context
     int64_t rope_original_context = 0;  // 0 = the file's trained context
+    // Reasoning output apart from the answer (server/reasoning.h): "auto" (the
+    // template's <think> markers, if it has them), "off", or "markers" with
+    // the two given in YAML as [start, end].
+    std::string reasoning = "auto";
+    std::string reasoning_start, reasoning_end;
     bool operator==(const Model&) const = default;
   } model;
   // The scheduler's options (engine/scheduler_options.h) as the profile sets

@@ -79,7 +79,7 @@ TEST(ConfigTest, EveryKeySet) {
   InferenceConfig c = Parse(R"(
 model: {path: /models/m.gguf, name: smol, precision: q8_0, max_context_tokens: 0,
         chat_template: /models/tools.jinja, rope_scaling: yarn, rope_scaling_factor: 4,
-        rope_original_context: 32768}
+        rope_original_context: 32768, reasoning: ["<reason>", "</reason>"]}
 scheduler:
   continuous_batching: false
   max_concurrent_sequences: 1
@@ -116,6 +116,7 @@ keys:
   - {key: sk-abc, tenant: acme, feature: search}
   - key_env: BRISK_TEST_KEY_ENV
     tenant: globex
+    role: admin
 )");
   EXPECT_EQ(c.model.path, "/models/m.gguf");
   EXPECT_EQ(c.model.name, "smol");
@@ -161,7 +162,10 @@ keys:
   EXPECT_EQ(c.logging.access_log_path, "/var/log/brisk.jsonl");
   ASSERT_EQ(c.keys.size(), 2u);
   EXPECT_EQ(c.keys[0], (ApiKeyConfig{"sk-abc", "acme", "search", "acme"}));
-  EXPECT_EQ(c.keys[1], (ApiKeyConfig{"sk-from-env", "globex", "", "globex"}));
+  EXPECT_EQ(c.keys[1], (ApiKeyConfig{"sk-from-env", "globex", "", "globex", true}));
+  EXPECT_EQ(c.model.reasoning, "markers");
+  EXPECT_EQ(c.model.reasoning_start, "<reason>");
+  EXPECT_EQ(c.model.reasoning_end, "</reason>");
   unsetenv("BRISK_TEST_KEY_ENV");
 }
 
@@ -448,6 +452,8 @@ TEST(ConfigTest, ApiKeys) {
   EXPECT_THAT(ErrorOf("keys:\n  - {key: k, tenant: a, tier: gold}\n"),
               HasSubstr("unknown key 'tier' in 'keys[0]' (allowed: key, key_env, tenant, "
                         "feature, name, role)"));
+  EXPECT_THAT(ErrorOf("model: {reasoning: [\"<a>\"]}\n"),
+              HasSubstr("model.reasoning: expected auto, off or [start marker, end marker]"));
   EXPECT_THAT(ErrorOf("keys:\n  - {key: k, tenant: a, role: root}\n"),
               HasSubstr("inference.yaml:2: keys[0].role: expected user or admin"));
   EXPECT_THAT(ErrorOf("keys: {key: k, tenant: a}\n"),

@@ -366,7 +366,8 @@ Expected<std::unique_ptr<PromptRenderer>> PromptRenderer::FromTemplateText(
 
 Expected<RenderedPrompt> PromptRenderer::RenderChat(const OrderedJson& messages,
                                                     bool add_generation_prompt,
-                                                    const OrderedJson* tools) const {
+                                                    const OrderedJson* tools,
+                                                    const OrderedJson* variables) const {
   if (!tmpl_) {
     return InvalidArgument(
         "this model has no chat template (tokenizer.chat_template); "
@@ -378,6 +379,9 @@ Expected<RenderedPrompt> PromptRenderer::RenderChat(const OrderedJson& messages,
     ASSIGN_OR_RETURN(OrderedJson msgs, protector.Json(messages, 0));
     if (edge_seen != nullptr) *edge_seen = protector.edge_seen();
     OrderedJson ctx = OrderedJson::object();
+    if (variables && variables->is_object()) {
+      ASSIGN_OR_RETURN(ctx, protector.Json(*variables, 0));
+    }
     ctx["messages"] = std::move(msgs);
     ctx["tools"] = nullptr;
     if (tools && !tools->empty()) {
@@ -402,8 +406,9 @@ Expected<RenderedPrompt> PromptRenderer::RenderChat(const OrderedJson& messages,
 }
 
 Expected<std::vector<int32_t>> PromptRenderer::EncodeChat(const OrderedJson& messages,
-                                                          const OrderedJson* tools) const {
-  ASSIGN_OR_RETURN(RenderedPrompt p, RenderChat(messages, true, tools));
+                                                          const OrderedJson* tools,
+                                                          const OrderedJson* variables) const {
+  ASSIGN_OR_RETURN(RenderedPrompt p, RenderChat(messages, true, tools, variables));
   return EncodeRendered(p);
 }
 

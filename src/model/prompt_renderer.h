@@ -101,17 +101,22 @@ class PromptRenderer {
   // assistant turn's opening (for counting tokens: /tokenize).
   // `tools` (optional): the request's function tools in OpenAI's shape, the
   // template's `tools` variable (protected like message strings).
+  // `variables` (optional): a JSON object of further template variables
+  // (vLLM's chat_template_kwargs, e.g. enable_thinking), strings protected
+  // like message strings; the variables above are set after them and win.
   Expected<RenderedPrompt> RenderChat(const nlohmann::ordered_json& messages,
                                       bool add_generation_prompt = true,
-                                      const nlohmann::ordered_json* tools = nullptr) const;
+                                      const nlohmann::ordered_json* tools = nullptr,
+                                      const nlohmann::ordered_json* variables = nullptr) const;
 
   // RenderChat, then tokenize: special tokens written by the template are
   // control tokens, every string from the messages is plain text. BOS/EOS
   // are added as the model's tokenizer config asks (Encode's add_special),
   // except a BOS the template printed itself (Gemma 3's): one BOS, as the
   // model was trained.
-  Expected<std::vector<int32_t>> EncodeChat(const nlohmann::ordered_json& messages,
-                                            const nlohmann::ordered_json* tools = nullptr) const;
+  Expected<std::vector<int32_t>> EncodeChat(
+      const nlohmann::ordered_json& messages, const nlohmann::ordered_json* tools = nullptr,
+      const nlohmann::ordered_json* variables = nullptr) const;
   // Tokens of a rendered chat prompt (what EncodeChat feeds the model). With
   // add_special, the tokenizer's BOS unless the template wrote it already.
   std::vector<int32_t> EncodeRendered(const RenderedPrompt& p, bool add_special = true) const;

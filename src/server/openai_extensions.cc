@@ -90,4 +90,39 @@ Problem ParseVllmExtensions(const Json& body, ApiRequest* req) {
   return std::nullopt;
 }
 
+Problem ParseChatTemplateKwargs(const Json& v, Json* out) {
+  *out = nullptr;
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_object()) return TypeError("chat_template_kwargs", "an object", v);
+  static constexpr std::string_view kServerSets[] = {
+      "messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token"};
+  for (const auto& [key, val] : v.items()) {
+    const bool identifier = !key.empty() && key.size() <= 64 && !(key[0] >= '0' && key[0] <= '9') &&
+                            std::all_of(key.begin(), key.end(), [](char c) {
+                              return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                     (c >= '0' && c <= '9') || c == '_';
+                            });
+    if (!identifier) {
+      return Bad("chat_template_kwargs", "invalid_value",
+                 fmt::format("'chat_template_kwargs' keys must be template variable names "
+                             "([A-Za-z_][A-Za-z0-9_]*, at most 64 bytes), got '{}'",
+                             Snippet(key)));
+    }
+    if (std::find(std::begin(kServerSets), std::end(kServerSets), key) != std::end(kServerSets)) {
+      return Bad("chat_template_kwargs." + key, "invalid_value",
+                 fmt::format("'chat_template_kwargs.{}' is set by the server and cannot be "
+                             "overridden",
+                             key));
+    }
+  }
+  const size_t bytes = v.dump().size();
+  if (bytes > kMaxChatTemplateKwargsBytes) {
+    return Bad("chat_template_kwargs", "invalid_value",
+               fmt::format("'chat_template_kwargs' is {} bytes as JSON; at most {} are accepted",
+                           bytes, kMaxChatTemplateKwargsBytes));
+  }
+  *out = v;
+  return std::nullopt;
+}
+
 }  // namespace brisk::api::fields

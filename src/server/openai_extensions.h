@@ -24,4 +24,12 @@ Problem ParseLogitBias(const Json& v, std::vector<std::pair<int32_t, float>>* ou
 // min_tokens may not exceed it.
 Problem ParseVllmExtensions(const Json& body, ApiRequest* req);
 
+// vLLM's "chat_template_kwargs": an object whose keys become chat template
+// variables. Keys are identifiers ([A-Za-z_][A-Za-z0-9_]*, at most 64 bytes),
+// not the variables the server sets (messages, tools, documents,
+// add_generation_prompt, bos_token, eos_token); values any JSON; at most
+// kMaxChatTemplateKwargsBytes serialized. null is the same as absent.
+inline constexpr size_t kMaxChatTemplateKwargsBytes = 16 * 1024;
+Problem ParseChatTemplateKwargs(const Json& v, Json* out);
+
 }  // namespace brisk::api::fields

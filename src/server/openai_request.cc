@@ -69,6 +69,7 @@ constexpr KnownField kKnownFields[] = {
     {"prompt_cache_key", kBoth},
     {"safety_identifier", kBoth},
     {"parallel_tool_calls", kChat},
+    {"chat_template_kwargs", kChat},  // vLLM: extra chat template variables
     // Known but unsupported unless given their "off" value.
     {"logprobs", kBoth},
     {"top_logprobs", kChat},
@@ -387,6 +388,9 @@ Problem ParseInto(Endpoint ep, std::string_view body_text, const ParseOptions& o
   BRISK_API_TRY(CheckUnsupported(body));
   BRISK_API_TRY(ParseLogprobsAndEcho(body, ep, req));
   if (chat) BRISK_API_TRY(ParseTools(body, &req->tools));
+  if (const Json* v = chat ? Get(body, "chat_template_kwargs") : nullptr) {
+    BRISK_API_TRY(ParseChatTemplateKwargs(*v, &req->chat_template_kwargs));
+  }
   BRISK_API_TRY(CheckHarmless(body));
   BRISK_API_TRY(ParseResponseFormat(body, req, ignored));
   BRISK_API_TRY(ParseGuided(body, req, ignored));

@@ -194,6 +194,10 @@ struct ApiRequest {
   // Chat: tools, tool_choice and parallel_tool_calls (openai_tools.h);
   // unset without tools.
   std::optional<ToolsRequest> tools;
+  // Chat: vLLM's chat_template_kwargs, extra variables for the chat template
+  // (Qwen3's enable_thinking, ...): an object, or null when absent (see
+  // fields::ParseChatTemplateKwargs for its bounds).
+  nlohmann::ordered_json chat_template_kwargs;
 
   // With ParseOptions::ignore_unknown_fields: the unknown keys that were
   // skipped, each once, in body order, named with array indices dropped

@@ -68,6 +68,7 @@ std::string CompletionBody(Endpoint ep, std::string_view id, std::string_view mo
                                  {"refusal", nullptr},
                                  {"tool_calls", c.tool_calls}};
       }
+      if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
     } else {
       choice["text"] = c.text;
       choice["index"] = c.index;

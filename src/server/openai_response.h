@@ -39,6 +39,9 @@ struct Choice {
   // Chat: non-null = message.tool_calls (content: the text before the call,
   // null when there is none).
   nlohmann::ordered_json tool_calls = nullptr;
+  // Chat: the model's reasoning (server/reasoning.h), message.reasoning_content
+  // when not empty.
+  std::string reasoning;
 };
 
 // Non-streaming response: "chat.completion" with choices[{index,

@@ -136,9 +136,12 @@ Problem ReadInputItem(const Json& item, const std::string& p, Json* msgs) {
     msgs->push_back({{"role", "tool"}, {"tool_call_id", call_id}, {"content", std::move(c)}});
     return std::nullopt;
   }
+  // A reasoning item of an earlier response (clients such as openai-agents send
+  // them back): chat templates drop past turns' reasoning, so it adds nothing.
+  if (type == "reasoning") return std::nullopt;
   return Unsupported(p + ".type",
                      fmt::format("Input items of type '{}' are not supported; only message, "
-                                 "function_call and function_call_output",
+                                 "reasoning, function_call and function_call_output",
                                  Snippet(type)));
 }
 
@@ -174,10 +177,11 @@ Json InputItems(const Json& v) {
     } else {
       item["id"] = type == "message"         ? NewMessageItemId()
                    : type == "function_call" ? NewFunctionCallItemId()
+                   : type == "reasoning"     ? NewReasoningItemId()
                                              : "fco_" + NewFunctionCallItemId().substr(3);
     }
     item["status"] = "completed";
-    for (const char* k : {"role", "call_id", "name", "arguments", "output"}) {
+    for (const char* k : {"role", "call_id", "name", "arguments", "output", "summary"}) {
       if (const Json* f = Get(in, k)) item[k] = *f;
     }
     if (const Json* c = Get(in, "content")) {
@@ -400,6 +404,15 @@ ApiError ResponsesError(ApiError e) {
 std::string NewResponseId() { return RandomId("resp_"); }
 std::string NewMessageItemId() { return RandomId("msg_"); }
 std::string NewFunctionCallItemId() { return RandomId("fc_"); }
+std::string NewReasoningItemId() { return RandomId("rs_"); }
+
+Json ReasoningItem(const std::string& id, std::string_view status, const std::string& text) {
+  return {{"type", "reasoning"},
+          {"id", id},
+          {"status", status},
+          {"summary", Json::array()},
+          {"content", Json::array({{{"type", "reasoning_text"}, {"text", text}}})}};
+}
 
 Json OutputTextPart(const std::string& text) {
   return {{"type", "output_text"},

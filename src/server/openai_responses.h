@@ -67,10 +67,16 @@ std::string ChatBody(const ResponsesRequest& r, const Json& history);
 // max_output_tokens, response_format -> text.format, messages -> input, ...).
 ApiError ResponsesError(ApiError e);
 
-// "resp_", "msg_", "fc_" followed by 32 random [a-z0-9]. Thread-safe.
+// "resp_", "msg_", "fc_", "rs_" followed by 32 random [a-z0-9]. Thread-safe.
 std::string NewResponseId();
 std::string NewMessageItemId();
 std::string NewFunctionCallItemId();
+std::string NewReasoningItemId();
+
+// {"type": "reasoning", "id", "status", "summary": [], "content":
+//  [{"type": "reasoning_text", "text"}]}: the model's reasoning
+// (server/reasoning.h), before the message and calls.
+Json ReasoningItem(const std::string& id, std::string_view status, const std::string& text);
 
 // {"type": "message", "id", "status", "role": "assistant", "content": [...]}:
 // one output_text part with `text`, or no part when `with_part` is false

@@ -77,7 +77,7 @@ TEST(OpenAiResponsesTest, RejectsWhatItCannotDo) {
   EXPECT_EQ(e.param, "tools[0].type");
   e = Error(R"({"model":"m","input":[{"role":"user","content":[{"type":"input_image"}]}]})");
   EXPECT_EQ(e.param, "input[0].content[0].type");
-  EXPECT_EQ(Error(R"({"model":"m","input":[{"type":"reasoning"}]})").code, "unsupported");
+  EXPECT_EQ(Error(R"({"model":"m","input":[{"type":"web_search_call"}]})").code, "unsupported");
   EXPECT_EQ(Error(R"({"model":"m","input":"x","background":true})").code, "unsupported");
   EXPECT_EQ(Error(R"({"model":"m","input":"x","text":{"format":{"type":"xml"}}})").param,
             "text.format.type");

@@ -139,6 +139,10 @@ OpenAiServer::OpenAiServer(const InferenceConfig& config, EngineClient& engine,
   prep_.renderer = &renderer;
   prep_.engine = engine.info();
   prep_.constraints = &constraints_;
+  prep_.reasoning = ResolveReasoningMarkers(
+      config_.model.reasoning, {config_.model.reasoning_start, config_.model.reasoning_end},
+      renderer.chat_template() ? std::string_view(renderer.chat_template()->source())
+                               : std::string_view());
   metrics_->WatchEngine(registry_, engine_);
   std::atomic<int64_t>* active = &active_;
   registry_.AddCallbackGauge("brisk:http_requests_in_flight", "Generation requests being served.",
@@ -391,6 +395,9 @@ void OpenAiServer::RunGeneration(int endpoint, const http::Request& req,
   o.echo_token_prompts = pr->echo_token_prompts;
   o.tool_calls = !pr->tool_choice.empty() && pr->tool_choice != "none";
   o.tool_calls_auto = pr->tool_choice == "auto";
+  o.reasoning = pr->reasoning;
+  o.reasoning_start = pr->reasoning_start;
+  o.constraint_after_reasoning = pr->constraint_after_reasoning;
   if (!pr->tool_choice.empty())
     o.extra_headers.emplace_back("x-brisk-tool-choice", pr->tool_choice);
   ++active_;

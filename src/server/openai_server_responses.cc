@@ -116,6 +116,9 @@ void OpenAiServer::RunResponses(const http::Request& req, std::shared_ptr<http::
   o.arrival = arrival;
   o.tool_calls = !pr->tool_choice.empty() && pr->tool_choice != "none";
   o.tool_calls_auto = pr->tool_choice == "auto";
+  o.reasoning = pr->reasoning;
+  o.reasoning_start = pr->reasoning_start;
+  o.constraint_after_reasoning = pr->constraint_after_reasoning;
   if (!pr->tool_choice.empty())
     o.extra_headers.emplace_back("x-brisk-tool-choice", pr->tool_choice);
   o.store = &responses_;

@@ -173,6 +173,53 @@ TEST_F(OpenAiServerTest, AutoCallsCutOffKeepTheCompleteOnes) {
   EXPECT_EQ(done, (std::vector<std::string>{"completed", "incomplete"}));
 }
 
+// A call cut off by max_output_tokens before it closed is never text: under a
+// forced tool_choice the response has no message item (streamed: no
+// output_text event at all), under "auto" the message is the text before the
+// call. pydantic-ai's typed output relies on it.
+TEST_F(OpenAiServerTest, ResponsesCallCutOffIsNeverText) {
+  engine_.reason = FinishReason::kLength;
+  StartServer();
+  for (const char* choice : {R"("required")", R"({"type":"function","name":"get_weather"})"}) {
+    SCOPED_TRACE(choice);
+    // Cut before the name is complete, and after it.
+    for (const std::vector<std::string>& pieces :
+         {std::vector<std::string>{"[{\"na", "me\":\"get_w"},
+          std::vector<std::string>{"[{\"name\":\"get_weather\",", "\"argu"}}) {
+      engine_.pieces = pieces;
+      const std::string body = kResponsesToolsBody + R"(,"tool_choice":)" + choice;
+      Reply r = Call("POST", "/v1/responses", body + "}");
+      ASSERT_EQ(r.status, 200) << r.body;
+      const json resp = json::parse(r.body);
+      EXPECT_EQ(resp["status"], "incomplete");
+      for (const json& item : resp["output"]) EXPECT_NE(item["type"], "message") << r.body;
+      Reply rs = Call("POST", "/v1/responses", body + R"(,"stream":true})");
+      ASSERT_EQ(rs.status, 200) << rs.body;
+      for (const json& e : SseEvents(rs.body)) {
+        if (!e.is_object()) continue;
+        const std::string type = e["type"];
+        EXPECT_EQ(type.find("output_text"), std::string::npos) << rs.body;
+        if (type == "response.output_item.done") {
+          EXPECT_EQ(e["item"]["type"], "function_call");
+          EXPECT_EQ(e["item"]["status"], "incomplete");
+        }
+        if (type == "response.incomplete") {
+          for (const json& item : e["response"]["output"]) EXPECT_NE(item["type"], "message");
+        }
+      }
+    }
+  }
+  // "auto", cut inside the first call: the text before it, not the call's text.
+  engine_.pieces = {"ok ", R"({"name":"get_weather","argu)"};
+  engine_.trigger_piece = 1;
+  Reply r = Call("POST", "/v1/responses", kResponsesToolsBody + "}");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json resp = json::parse(r.body);
+  ASSERT_EQ(resp["output"].size(), 1u) << r.body;
+  EXPECT_EQ(resp["output"][0]["type"], "message");
+  EXPECT_EQ(resp["output"][0]["content"][0]["text"], "ok ");
+}
+
 // Several calls under "auto" (parallel_tool_calls): the engine's text is
 // the calls one after another in the template's tags (a marker template),
 // or a JSON array of them (a template without a marker). Each call is one

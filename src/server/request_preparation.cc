@@ -103,18 +103,21 @@ std::variant<double, api::ApiError> RequestTimeout(const InferenceConfig& config
 
 // Prompts -> token ids: the chat template for chat, the raw prompts (text or
 // ids) for completions.
+// Chat: also where the output starts with respect to the reasoning markers.
 std::variant<std::vector<std::vector<int32_t>>, api::ApiError> Tokenize(
-    const PreparationContext& ctx, api::ApiRequest& ar) {
+    const PreparationContext& ctx, api::ApiRequest& ar, ReasoningStart* reasoning_start) {
   std::vector<std::vector<int32_t>> prompts;
   if (ar.endpoint == api::Endpoint::kChatCompletions) {
     if (!ctx.renderer->has_chat_template())
       return Invalid("This model has no chat template; use /v1/completions", "unsupported");
-    auto tokens =
-        ctx.renderer->EncodeChat(ar.messages, ar.tools ? &ar.tools->template_tools : nullptr);
-    if (!tokens.ok())
-      return Invalid("The chat template rejected the messages: " + tokens.status().message(),
+    auto rendered = ctx.renderer->RenderChat(
+        ar.messages, /*add_generation_prompt=*/true, ar.tools ? &ar.tools->template_tools : nullptr,
+        ar.chat_template_kwargs.is_object() ? &ar.chat_template_kwargs : nullptr);
+    if (!rendered.ok())
+      return Invalid("The chat template rejected the messages: " + rendered.status().message(),
                      "invalid_value", "messages");
-    prompts.push_back(std::move(*tokens));
+    *reasoning_start = PromptReasoningStart(rendered->text, ctx.reasoning);
+    prompts.push_back(ctx.renderer->EncodeRendered(*rendered));
     return prompts;
   }
   for (const auto& p : ar.prompts) prompts.push_back(ctx.renderer->EncodeCompletion(p));
@@ -160,7 +163,11 @@ std::variant<int, api::ApiError> MaxTokensFor(const PreparationContext& ctx,
 }
 
 // Tools: which tool_choice applies (openai_tools.h), and for a forced call
-// its grammar as the request's constraint.
+// its grammar as the request's constraint. With response_format (or the
+// Responses API's text.format): under "auto" the answer takes the format (no
+// tool call); a forced call is constrained by the tools' schemas alone, and the
+// format is for the text the model writes in a later turn (as OpenAI's API
+// treats it, and as instructor's Responses tools mode sends it).
 std::optional<api::ApiError> PrepareToolConstraint(const PreparationContext& ctx,
                                                    const api::ApiRequest& ar,
                                                    PreparedRequest* out) {
@@ -175,11 +182,6 @@ std::optional<api::ApiError> PrepareToolConstraint(const PreparationContext& ctx
                      : lazy                 ? "auto"
                                             : "required";
   if (kind == Kind::kNone) return std::nullopt;
-  if (ar.response_format)
-    return Invalid(
-        "'response_format' cannot be combined with a tool call that tool_choice "
-        "forces; send tool_choice 'none' to get the response_format",
-        "invalid_value", "response_format");
   // Each tool's parameters on their own first, so an error names the tool.
   for (size_t i = 0; i < tr.tools.size(); ++i) {
     const api::ToolDef& t = tr.tools[i];
@@ -283,7 +285,8 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
                                sequences, queue_cap),
                    "invalid_value", "n");
 
-  auto prompts = Tokenize(ctx, ar);
+  ReasoningStart reasoning_start = ReasoningStart::kClosed;
+  auto prompts = Tokenize(ctx, ar, &reasoning_start);
   if (auto* e = std::get_if<api::ApiError>(&prompts)) return *e;
 
   PreparedRequest out;
@@ -310,7 +313,8 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
     auto tc = PrepareToolConstraint(ctx, ar, &out);
     if (tc) return *tc;
   }
-  if (ar.response_format) {
+  const bool tool_call_forced = out.tool_choice == "required" || out.tool_choice == "named";
+  if (ar.response_format && !tool_call_forced) {
     auto c = PrepareConstraint(ctx.constraints, *ar.response_format);
     if (auto* e = std::get_if<api::ApiError>(&c)) return *e;
     auto& pc = std::get<PreparedConstraint>(c);
@@ -324,6 +328,28 @@ std::variant<PreparedRequest, api::ApiError> PrepareRequest(const PreparationCon
     auto& pc = std::get<PreparedConstraint>(c);
     out.constraint = std::move(pc.constraint);
     out.constraint_compiled_now = pc.compiled_now;
+  }
+  if (endpoint == api::Endpoint::kChatCompletions && ctx.reasoning.enabled()) {
+    out.reasoning = ctx.reasoning;
+    out.reasoning_start = reasoning_start;
+    // A constraint holds for the answer: after the reasoning, from its end
+    // marker on. A template that lets the model choose gets the block opened
+    // here (as the model would open it), so the answer comes after it. Under
+    // tool_choice "auto" the call's own trigger decides (the reasoning comes
+    // before a call, never inside it).
+    if (out.constraint && out.constraint_trigger.text.empty() &&
+        reasoning_start != ReasoningStart::kClosed) {
+      if (reasoning_start == ReasoningStart::kOpen) {
+        const std::vector<int32_t> open = ctx.renderer->tokenizer().Encode(
+            ctx.reasoning.start + "\n", /*add_special=*/false, /*parse_special=*/true);
+        for (auto& tokens : std::get<std::vector<std::vector<int32_t>>>(prompts))
+          tokens.insert(tokens.end(), open.begin(), open.end());
+        out.reasoning_start = ReasoningStart::kInside;
+      }
+      out.constraint_trigger = ConstraintTrigger(ctx.reasoning.end, /*at_start=*/false,
+                                                 /*in_grammar=*/false);
+      out.constraint_after_reasoning = true;
+    }
   }
   for (auto& tokens : std::get<std::vector<std::vector<int32_t>>>(prompts)) {
     // Echo: text prompts as given, token-id prompts (after them) decoded

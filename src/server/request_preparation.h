@@ -21,6 +21,7 @@
 #include "http/server.h"
 #include "model/prompt_renderer.h"
 #include "server/openai_api.h"
+#include "server/reasoning.h"
 
 namespace brisk {
 
@@ -32,6 +33,8 @@ struct PreparationContext {
   EngineInfo engine;
   // Compiled response_format schemas (may be null: compile every time).
   ConstraintCache* constraints = nullptr;
+  // The model's reasoning markers (reasoning.h); empty: no reasoning split.
+  ReasoningMarkers reasoning;
 };
 
 struct PreparedRequest {
@@ -73,6 +76,12 @@ struct PreparedRequest {
   std::string tool_choice;
   bool parallel_tool_calls = false;
   ConstraintTrigger constraint_trigger;
+  // Chat with reasoning markers: where the output starts (reasoning.h), and
+  // whether the constraint starts at the end marker (its trigger): with a
+  // constraint the prompt opens the block, so that it holds for the answer.
+  ReasoningMarkers reasoning;
+  ReasoningStart reasoning_start = ReasoningStart::kClosed;
+  bool constraint_after_reasoning = false;
 };
 
 // The host part of a peer address: "127.0.0.1:5555" -> "127.0.0.1",

@@ -286,6 +286,25 @@ TEST_F(RequestPreparationTest, ToolChoiceAutoIsALazyConstraint) {
   const auto rf = Prepare(Post(ToolsWith(R"("response_format":{"type":"json_object"})")));
   EXPECT_EQ(Ok(rf).tool_choice, "none");
   EXPECT_TRUE(Ok(rf).prompts[0].constraint_trigger.text.empty());
+  // A forced call with a format: the call is constrained by the tools' schemas (the
+  // format is for a later turn's text).
+  for (const char* choice :
+       {R"("tool_choice":"required")",
+        R"("tool_choice":{"type":"function","function":{"name":"get_weather"}})"}) {
+    SCOPED_TRACE(choice);
+    const auto forced = Prepare(Post(ToolsWith(
+        std::string(choice) +
+        R"(,"response_format":{"type":"json_schema","json_schema":{"name":"answer",)"
+        R"("schema":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}}})")));
+    ASSERT_NE(Ok(forced).constraint, nullptr);
+    GrammarMatcher call(&Ok(forced).constraint->grammar());
+    EXPECT_FALSE(call.AdvanceBytes(R"({"n":1})"));
+    const std::string one = R"({"name":"get_weather","arguments":{"city":"Oslo"}})";
+    GrammarMatcher as_one(&Ok(forced).constraint->grammar());
+    GrammarMatcher as_array(&Ok(forced).constraint->grammar());
+    EXPECT_TRUE((as_one.AdvanceBytes(one) && as_one.CanEnd()) ||
+                (as_array.AdvanceBytes("[" + one + "]") && as_array.CanEnd()));
+  }
 }
 
 TEST(RemoteHost, DropsThePort) {

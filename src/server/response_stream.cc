@@ -86,6 +86,12 @@ ResponseStream::ResponseStream(Options options, std::shared_ptr<http::Responder>
   if (opts_.tool_calls && opts_.stream) tool_parsers_.assign(n_choices, api::ToolCallParser());
   in_call_.assign(n_choices, 0);
   call_text_.resize(n_choices);
+  if (opts_.reasoning.enabled() && opts_.endpoint == api::Endpoint::kChatCompletions) {
+    reasoning_.assign(n_choices, ReasoningTap(opts_.reasoning, opts_.reasoning_start,
+                                              opts_.constraint_after_reasoning));
+  } else {
+    reasoning_.resize(n_choices);
+  }
   last_token_at_.assign(n_choices, {});
 }
 
@@ -163,14 +169,16 @@ const api::Usage* ResponseStream::UsageSoFar() {
 
 // As OpenAI streams a chat choice: {"role": "assistant", "content": ""}
 // first, then content deltas, then an empty delta with the finish_reason.
-void ResponseStream::StreamOutput(int index, int prompt_index, const SequenceOutput& out) {
+void ResponseStream::StreamOutput(int index, int prompt_index, const SequenceOutput& out,
+                                  const std::string& reasoning) {
   const auto& o = opts_;
   StartStream();
   const api::Usage* usage = UsageSoFar();
   // "auto": the role chunk waits for the first text, so that a call from the
   // start says content null too.
   const bool call_now = in_call_[index] || out.constrained_from == 0;
-  const bool wait = o.tool_calls_auto && out.text.empty() && !out.finished && !call_now;
+  const bool wait =
+      o.tool_calls_auto && out.text.empty() && reasoning.empty() && !out.finished && !call_now;
   if (!role_sent_[index] && o.endpoint == api::Endpoint::kChatCompletions && !wait) {
     role_sent_[index] = 1;
     // The role chunk comes before this output's tokens (as vLLM counts it).
@@ -184,6 +192,10 @@ void ResponseStream::StreamOutput(int index, int prompt_index, const SequenceOut
                                              "assistant", "", std::nullopt, usage));
   }
   usage_so_far_.completion_tokens += static_cast<int64_t>(out.new_tokens.size());
+  if (!reasoning.empty()) {
+    res_->Write(api::SseDeltaChunk(o.id, o.model_id, o.created_unix, index,
+                                   {{"reasoning_content", reasoning}}, std::nullopt, usage));
+  }
   if (o.tool_calls_auto) return StreamAuto(index, prompt_index, out, usage);
   if (o.tool_calls) return StreamToolCalls(index, out, usage);
   StreamText(index, prompt_index, out, usage);
@@ -305,16 +317,16 @@ nlohmann::ordered_json ResponseStream::LogprobsJson(int index, std::span<const T
   return j;
 }
 
-void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out, const Status& error) {
+void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out_in, const Status& error) {
   if (done_) return;
   const auto now = Clock::now();
-  const int index = prompt_index * opts_.n + out.index;
+  const int index = prompt_index * opts_.n + out_in.index;
   if (index < 0 || index >= static_cast<int>(choices_.size())) return;
-  if (!error.ok() || out.reason == FinishReason::kError || out.reason == FinishReason::kCancelled ||
-      out.reason == FinishReason::kDeadline)
-    return Fail(out, error);
+  if (!error.ok() || out_in.reason == FinishReason::kError ||
+      out_in.reason == FinishReason::kCancelled || out_in.reason == FinishReason::kDeadline)
+    return Fail(out_in, error);
 
-  if (!out.new_tokens.empty()) {
+  if (!out_in.new_tokens.empty()) {
     if (!t_first_) {
       t_first_ = now;
       metrics_.ttft->Observe(Seconds(now - opts_.arrival));
@@ -325,9 +337,15 @@ void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out, const
     t_last_ = now;
   }
   api::Choice& ch = choices_[index];
-  if (!out.prompt_logprobs.empty()) lp_prompt_[index] = out.prompt_logprobs;
+  if (!out_in.prompt_logprobs.empty()) lp_prompt_[index] = out_in.prompt_logprobs;
+  // The reasoning out first: `out` is the answer's part of the output.
+  std::string reasoning;
+  SequenceOutput answer;
+  if (reasoning_[index].on()) answer = reasoning_[index].Take(out_in, &reasoning);
+  const SequenceOutput& out = reasoning_[index].on() ? answer : out_in;
+  if (!opts_.stream) ch.reasoning += reasoning;
   if (opts_.stream) {
-    StreamOutput(index, prompt_index, out);
+    StreamOutput(index, prompt_index, out, reasoning);
   } else if (opts_.tool_calls_auto && (in_call_[index] || out.constrained_from >= 0)) {
     const size_t from = in_call_[index] ? 0 : static_cast<size_t>(out.constrained_from);
     in_call_[index] = 1;

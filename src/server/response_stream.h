@@ -23,6 +23,7 @@
 #include "model/tokenizer.h"
 #include "obs/server_timing.h"
 #include "server/openai_api.h"
+#include "server/reasoning.h"
 #include "server/server_metrics.h"
 #include "server/tool_call_parser.h"
 
@@ -81,6 +82,11 @@ class ResponseStream {
     // With tool_calls, tool_choice "auto": the text is content until the
     // engine's SequenceOutput::constrained_from, the call from there on.
     bool tool_calls_auto = false;
+    // Chat: the model's reasoning goes to message.reasoning_content /
+    // reasoning_content deltas (server/reasoning.h; PreparedRequest's fields).
+    ReasoningMarkers reasoning;
+    ReasoningStart reasoning_start = ReasoningStart::kClosed;
+    bool constraint_after_reasoning = false;
   };
   using DoneCallback = std::function<void(const ResponseSummary&)>;
 
@@ -101,7 +107,9 @@ class ResponseStream {
  private:
   void CancelEngineRequests();
   void Fail(const SequenceOutput& out, const Status& error);
-  void StreamOutput(int index, int prompt_index, const SequenceOutput& out);
+  // `reasoning`: the reasoning this output carried (sent before its text).
+  void StreamOutput(int index, int prompt_index, const SequenceOutput& out,
+                    const std::string& reasoning);
   // Streams an output's text (and its final chunk) as content deltas.
   void StreamText(int index, int prompt_index, const SequenceOutput& out, const api::Usage* usage);
   // tool_choice "auto": the output's content part as text, its call part as
@@ -152,6 +160,7 @@ class ResponseStream {
   // (non-streaming).
   std::vector<uint8_t> in_call_;
   std::vector<std::string> call_text_;
+  std::vector<ReasoningTap> reasoning_;  // per choice; off without markers
   std::vector<Clock::time_point> last_token_at_;
   std::optional<Clock::time_point> t_first_;
   Clock::time_point t_last_;

@@ -21,7 +21,12 @@ ResponsesStream::ResponsesStream(Options options, std::shared_ptr<http::Responde
       metrics_(metrics),
       engine_(engine),
       on_done_(std::move(on_done)),
-      msg_id_(api::NewMessageItemId()) {}
+      msg_id_(api::NewMessageItemId()),
+      rs_id_(api::NewReasoningItemId()) {
+  if (opts_.reasoning.enabled()) {
+    tap_ = ReasoningTap(opts_.reasoning, opts_.reasoning_start, opts_.constraint_after_reasoning);
+  }
+}
 
 void ResponsesStream::Cancel() {
   if (cancel_sent_ || engine_id_ < 0) return;
@@ -85,19 +90,41 @@ void ResponsesStream::Fail(const SequenceOutput& out, const Status& error) {
   res_->End();
 }
 
+void ResponsesStream::StreamReasoning(const std::string& text) {
+  if (text.empty()) return;
+  if (!rs_open_) {
+    rs_open_ = true;
+    Write("response.output_item.added",
+          {{"output_index", 0}, {"item", api::ReasoningItem(rs_id_, "in_progress", "")}});
+  }
+  Write("response.reasoning_text.delta",
+        {{"item_id", rs_id_}, {"output_index", 0}, {"content_index", 0}, {"delta", text}});
+}
+
+void ResponsesStream::CloseReasoning() {
+  if (!rs_open_ || rs_closed_) return;
+  rs_closed_ = true;
+  Write("response.reasoning_text.done",
+        {{"item_id", rs_id_}, {"output_index", 0}, {"content_index", 0}, {"text", reasoning_}});
+  Write("response.output_item.done",
+        {{"output_index", 0}, {"item", api::ReasoningItem(rs_id_, "completed", reasoning_)}});
+}
+
 void ResponsesStream::StreamText(const std::string& text) {
   if (!msg_open_) {
+    CloseReasoning();
     msg_open_ = true;
     Write("response.output_item.added",
-          {{"output_index", 0}, {"item", api::MessageItem(msg_id_, "in_progress", "", false)}});
+          {{"output_index", MessageIndex()},
+           {"item", api::MessageItem(msg_id_, "in_progress", "", false)}});
     Write("response.content_part.added", {{"item_id", msg_id_},
-                                          {"output_index", 0},
+                                          {"output_index", MessageIndex()},
                                           {"content_index", 0},
                                           {"part", api::OutputTextPart("")}});
   }
   if (text.empty()) return;
   Write("response.output_text.delta", {{"item_id", msg_id_},
-                                       {"output_index", 0},
+                                       {"output_index", MessageIndex()},
                                        {"content_index", 0},
                                        {"delta", text},
                                        {"logprobs", Json::array()}});
@@ -108,7 +135,10 @@ void ResponsesStream::StreamCalls(const std::string& text) {
   parser_.Feed(text, &deltas);
   for (const api::ToolCallDelta& d : deltas) {
     if (!d.name.empty()) {
-      if (opts_.request->stream) CloseCalls(calls_.size(), "completed");
+      if (opts_.request->stream) {
+        CloseReasoning();
+        CloseCalls(calls_.size(), "completed");
+      }
       calls_.push_back({api::NewFunctionCallItemId(), api::NewToolCallId(), d.name, std::string()});
       if (opts_.request->stream)
         Write("response.output_item.added",
@@ -127,7 +157,7 @@ void ResponsesStream::StreamCalls(const std::string& text) {
 }
 
 size_t ResponsesStream::CallBase() const {
-  return opts_.tool_calls_auto && (msg_open_ || !text_.empty()) ? 1 : 0;
+  return MessageIndex() + (opts_.tool_calls_auto && (msg_open_ || !text_.empty()) ? 1 : 0);
 }
 
 void ResponsesStream::CloseMessage(std::string_view status) {
@@ -135,21 +165,28 @@ void ResponsesStream::CloseMessage(std::string_view status) {
   msg_closed_ = true;
   StreamText("");  // an empty answer still has its message item
   Write("response.output_text.done", {{"item_id", msg_id_},
-                                      {"output_index", 0},
+                                      {"output_index", MessageIndex()},
                                       {"content_index", 0},
                                       {"text", text_},
                                       {"logprobs", Json::array()}});
   Write("response.content_part.done", {{"item_id", msg_id_},
-                                       {"output_index", 0},
+                                       {"output_index", MessageIndex()},
                                        {"content_index", 0},
                                        {"part", api::OutputTextPart(text_)}});
   Write("response.output_item.done",
-        {{"output_index", 0}, {"item", api::MessageItem(msg_id_, status, text_)}});
+        {{"output_index", MessageIndex()}, {"item", api::MessageItem(msg_id_, status, text_)}});
 }
+
+bool ResponsesStream::ForcedCall() const { return opts_.tool_calls && !opts_.tool_calls_auto; }
 
 void ResponsesStream::CloseItems(bool cut) {
   const std::string_view status = cut ? "incomplete" : "completed";
-  if (calls_.empty()) return CloseMessage(status);
+  CloseReasoning();
+  if (calls_.empty()) {
+    // A forced call cut off before its name: no item at all.
+    if (ForcedCall()) return;
+    return CloseMessage(status);
+  }
   CloseCalls(std::min(calls_.size(), static_cast<size_t>(parser_.num_calls())), "completed");
   CloseCalls(calls_.size(), status);
 }
@@ -172,11 +209,13 @@ void ResponsesStream::CloseCalls(size_t end, std::string_view status) {
 Json ResponsesStream::FinalOutput(bool cut) {
   const std::string_view status = cut ? "incomplete" : "completed";
   Json out = Json::array();
+  if (!reasoning_.empty()) out.push_back(api::ReasoningItem(rs_id_, "completed", reasoning_));
   if (calls_.empty()) {
-    out.push_back(api::MessageItem(msg_id_, status, text_));
+    // Under a forced call text_ is the call's own text, cut before its name.
+    if (!ForcedCall()) out.push_back(api::MessageItem(msg_id_, status, text_));
   } else {
     // Auto: the text before the call, complete once the call began.
-    if (CallBase() == 1) out.push_back(api::MessageItem(msg_id_, "completed", text_));
+    if (CallBase() > MessageIndex()) out.push_back(api::MessageItem(msg_id_, "completed", text_));
     // A call is complete once it closed; only the last can be cut.
     const auto closed = static_cast<size_t>(parser_.num_calls());
     for (size_t i = 0; i < calls_.size(); ++i) {
@@ -188,12 +227,19 @@ Json ResponsesStream::FinalOutput(bool cut) {
   return out;
 }
 
-void ResponsesStream::OnOutput(const SequenceOutput& out, const Status& error) {
-  if (done_ || out.index != 0) return;
+void ResponsesStream::OnOutput(const SequenceOutput& out_in, const Status& error) {
+  if (done_ || out_in.index != 0) return;
   const auto now = Clock::now();
-  if (!error.ok() || out.reason == FinishReason::kError || out.reason == FinishReason::kCancelled ||
-      out.reason == FinishReason::kDeadline)
-    return Fail(out, error);
+  if (!error.ok() || out_in.reason == FinishReason::kError ||
+      out_in.reason == FinishReason::kCancelled || out_in.reason == FinishReason::kDeadline)
+    return Fail(out_in, error);
+  // The reasoning out first: `out` is the answer's part of the output.
+  std::string reasoning;
+  SequenceOutput answer;
+  if (tap_.on()) answer = tap_.Take(out_in, &reasoning);
+  const SequenceOutput& out = tap_.on() ? answer : out_in;
+  reasoning_ += reasoning;
+  if (opts_.request->stream && !res_->closed()) StreamReasoning(reasoning);
   if (!out.new_tokens.empty()) {
     if (!t_first_) {
       t_first_ = now;
@@ -215,7 +261,6 @@ void ResponsesStream::OnOutput(const SequenceOutput& out, const Status& error) {
     if (in_call_ || out.constrained_from >= 0) {
       if (!in_call_ && stream && msg_open_) CloseMessage("completed");
       in_call_ = true;
-      call_text_.append(out.text, from);
       StreamCalls(out.text.substr(from));
     }
   } else {
@@ -227,15 +272,11 @@ void ResponsesStream::OnOutput(const SequenceOutput& out, const Status& error) {
     }
   }
   if (!out.finished) return;
-  // Cut off inside a call: the calls closed before it are the answer; a
-  // first call cut off stays text.
+  // Cut off inside a call: the calls closed before it are the answer (the
+  // cut one is dropped; a stream, which announced it, closes it
+  // "incomplete"). A cut call's text is never message text.
   if (opts_.tool_calls && !calls_.empty() && !parser_.complete() && !opts_.request->stream) {
-    if (parser_.num_calls() == 0) {
-      calls_.clear();
-      text_ += call_text_;
-    } else {
-      calls_.resize(static_cast<size_t>(parser_.num_calls()));
-    }
+    calls_.resize(static_cast<size_t>(parser_.num_calls()));
   }
   usage_.completion_tokens = out.completion_tokens;
   usage_.prompt_tokens = out.prompt_tokens;

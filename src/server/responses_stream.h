@@ -22,6 +22,7 @@
 #include "engine/generation.h"
 #include "http/server.h"
 #include "server/openai_responses.h"
+#include "server/reasoning.h"
 #include "server/response_store.h"
 #include "server/response_stream.h"
 #include "server/server_metrics.h"
@@ -46,6 +47,11 @@ class ResponsesStream {
     // call from the engine's SequenceOutput::constrained_from on, if it
     // starts one. The text before it is a message item ahead of the calls.
     bool tool_calls_auto = false;
+    // The model's reasoning becomes a reasoning item before the others
+    // (server/reasoning.h; PreparedRequest's fields).
+    ReasoningMarkers reasoning;
+    ReasoningStart reasoning_start = ReasoningStart::kClosed;
+    bool constraint_after_reasoning = false;
     // Where a stored response goes (null: not stored), under this tenant,
     // with this conversation before the request's input.
     ResponseStore* store = nullptr;
@@ -68,6 +74,12 @@ class ResponsesStream {
   void Cancel();
   void Fail(const SequenceOutput& out, const Status& error);
   void Write(std::string_view type, nlohmann::ordered_json fields);
+  void StreamReasoning(const std::string& text);
+  // Streams: the closing events of the reasoning item (once), before the
+  // next item opens.
+  void CloseReasoning();
+  // Output index of the message item: after the reasoning item, if any.
+  size_t MessageIndex() const { return reasoning_.empty() ? 0 : 1; }
   void StreamText(const std::string& text);
   void StreamCalls(const std::string& text);
   // Streams: the closing events of the message item (once).
@@ -77,6 +89,8 @@ class ResponsesStream {
   // Streams: the closing events of the calls before the last one (a call
   // is done when the next one starts, as OpenAI streams them).
   void CloseCalls(size_t end, std::string_view status);
+  // tool_choice forces a call: the output is calls only, never a message.
+  bool ForcedCall() const;
   // Output index of the first call: after the message item, if any.
   size_t CallBase() const;
   // The output items of the finished response.
@@ -101,10 +115,14 @@ class ResponsesStream {
   int64_t seq_ = 0;
   std::string text_;  // everything the model wrote (auto tool calls: before the call)
   std::string msg_id_;
+  ReasoningTap tap_;
+  std::string reasoning_;  // the model's reasoning so far
+  std::string rs_id_;
+  bool rs_open_ = false;     // streams: reasoning item announced
+  bool rs_closed_ = false;   // streams: and closed
   bool msg_open_ = false;    // streams: message item and part announced
   bool msg_closed_ = false;  // streams: and closed (a call followed)
   bool in_call_ = false;     // auto tool calls: the call has started
-  std::string call_text_;    // auto tool calls: what the model wrote from the call on
   api::ToolCallParser parser_;
   std::vector<Call> calls_;
   size_t calls_closed_ = 0;  // streams: calls whose closing events went out

@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "server/openai_extensions.h"
 #include "server/openai_fields.h"
 #include "server/openai_prompt.h"
 #include "util/utf8.h"
@@ -55,10 +56,10 @@ Problem ReadOptionalBool(const Json& body, const char* key, std::optional<bool>*
 Problem TokenizeInto(const PreparationContext& ctx, std::string_view text,
                      TokenEndpointAnswer* answer) {
   Json body;
-  BRISK_API_TRY(ReadCommon(
-      ctx, text,
-      {"prompt", "messages", "add_special_tokens", "add_generation_prompt", "return_token_strs"},
-      &body, answer));
+  BRISK_API_TRY(ReadCommon(ctx, text,
+                           {"prompt", "messages", "add_special_tokens", "add_generation_prompt",
+                            "return_token_strs", "chat_template_kwargs"},
+                           &body, answer));
   const Json* prompt = Get(body, "prompt");
   const Json* messages = Get(body, "messages");
   if (!prompt == !messages) {
@@ -77,6 +78,10 @@ Problem TokenizeInto(const PreparationContext& ctx, std::string_view text,
       return Bad("add_generation_prompt", "invalid_value",
                  "'add_generation_prompt' applies to 'messages' only");
     }
+    if (Get(body, "chat_template_kwargs")) {
+      return Bad("chat_template_kwargs", "invalid_value",
+                 "'chat_template_kwargs' applies to 'messages' only");
+    }
     std::string s;
     BRISK_API_TRY(ReadString(*prompt, "prompt", &s));
     tokens = renderer.tokenizer().Encode(s, add_special.value_or(true), /*parse_special=*/true);
@@ -89,7 +94,12 @@ Problem TokenizeInto(const PreparationContext& ctx, std::string_view text,
       return Bad("messages", "unsupported",
                  "This model has no chat template; tokenize a 'prompt' instead");
     }
-    auto rendered = renderer.RenderChat(parsed, add_generation_prompt.value_or(true));
+    Json variables;
+    if (const Json* v = Get(body, "chat_template_kwargs")) {
+      BRISK_API_TRY(ParseChatTemplateKwargs(*v, &variables));
+    }
+    auto rendered = renderer.RenderChat(parsed, add_generation_prompt.value_or(true), nullptr,
+                                        variables.is_object() ? &variables : nullptr);
     if (!rendered.ok()) {
       return Bad("messages", "invalid_value",
                  "The chat template rejected the messages: " + rendered.status().message());

@@ -117,13 +117,13 @@ TEST_F(TokenEndpointsTest, ErrorsNameTheField) {
 }
 
 TEST_F(TokenEndpointsTest, UnknownFieldsFollowTheServerSetting) {
-  const std::string body = R"({"prompt":"a","chat_template_kwargs":{},"extra":1})";
+  const std::string body = R"({"prompt":"a","guided_decoding_backend":"x","extra":1})";
   EXPECT_EQ(Err(Tokenize(ctx_, body)).code, "unknown_parameter");
   config_.server.unknown_request_fields = "ignore";
   auto v = Tokenize(ctx_, body);
   ASSERT_TRUE(std::holds_alternative<TokenEndpointAnswer>(v));
   EXPECT_EQ(std::get<TokenEndpointAnswer>(v).ignored_fields,
-            (std::vector<std::string>{"chat_template_kwargs", "extra"}));
+            (std::vector<std::string>{"guided_decoding_backend", "extra"}));
   v = Tokenize(ctx_, R"({"messages":[{"role":"user","content":"a","weird":1}]})");
   ASSERT_TRUE(std::holds_alternative<TokenEndpointAnswer>(v));
   EXPECT_EQ(std::get<TokenEndpointAnswer>(v).ignored_fields,

@@ -298,3 +298,66 @@ def test_store_is_per_tenant(make_server):
         b.responses.delete(r.id)
     with pytest.raises(openai.AuthenticationError):
         s.client(api_key="wrong").responses.retrieve(r.id)
+
+
+FINAL_RESULT_TOOL = {
+    "type": "function", "name": "final_result", "description": "The final answer",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                                                    "weather": {"type": "string"}},
+                   "required": ["city", "weather"], "additionalProperties": False},
+}
+
+
+@pytest.mark.parametrize("tool_choice", ["required", {"type": "function", "name": "final_result"}])
+def test_a_forced_call_cut_off_is_never_text(brisk_server, tool_choice):
+    c = brisk_server.client()
+    kw = dict(model=MODEL_ID, input="The weather in Paris?", tools=[FINAL_RESULT_TOOL],
+              tool_choice=tool_choice, max_output_tokens=6, temperature=0)
+    r = c.responses.create(**kw)
+    assert r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens"
+    assert [o.type for o in r.output if o.type == "message"] == [], r.output
+    assert r.output_text == ""
+    events = list(c.responses.create(stream=True, **kw))
+    types = [e.type for e in events]
+    assert not [t for t in types if "output_text" in t], types
+    assert types[-1] == "response.incomplete"
+    for e in events:
+        if e.type == "response.output_item.done":
+            assert e.item.type == "function_call" and e.item.status == "incomplete"
+    if tool_choice != "required":
+        return  # named, the 135M model repeats itself inside the arguments until the cap
+    # Uncut, the same request is one complete call.
+    whole = c.responses.create(**{**kw, "max_output_tokens": 80})
+    assert whole.status == "completed"
+    assert [o.type for o in whole.output] == ["function_call"]
+    assert set(json.loads(whole.output[0].arguments)) == {"city", "weather"}
+
+
+class Weather(BaseModel):
+    city: str = Field(max_length=20)
+    weather: str = Field(max_length=40)
+
+
+def test_a_format_with_a_forced_tool_choice_constrains_the_call(brisk_server):
+    """instructor's Responses tools mode sends both: the call follows the tool's
+    schema; the format is for later text."""
+    c = brisk_server.client()
+    schema = Weather.model_json_schema()
+    schema["additionalProperties"] = False
+    r = c.responses.create(
+        model=MODEL_ID, input="The weather in Paris?", tools=[FINAL_RESULT_TOOL],
+        tool_choice="required", max_output_tokens=80, temperature=0,
+        text={"format": {"type": "json_schema", "name": "weather", "schema": schema,
+                         "strict": True}})
+    assert [o.type for o in r.output] == ["function_call"], r.output
+    assert r.output[0].name == "final_result"
+    json.loads(r.output[0].arguments)
+    # Chat takes the same combination.
+    chat = c.chat.completions.create(
+        model=MODEL_ID, messages=[{"role": "user", "content": "The weather in Paris?"}],
+        tools=[{"type": "function", "function": {"name": "final_result",
+                                                 "parameters": FINAL_RESULT_TOOL["parameters"]}}],
+        tool_choice="required", max_tokens=80, temperature=0,
+        response_format={"type": "json_schema",
+                         "json_schema": {"name": "weather", "schema": schema, "strict": True}})
+    assert chat.choices[0].message.tool_calls[0].function.name == "final_result"
