@@ -41,7 +41,7 @@ struct Choice {
   nlohmann::ordered_json tool_calls = nullptr;
   // Chat: the model's reasoning (server/reasoning.h), message.reasoning_content
   // when not empty.
-  std::string reasoning;
+  std::string reasoning = "";
 };
 
 // Non-streaming response: "chat.completion" with choices[{index,

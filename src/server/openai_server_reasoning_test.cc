@@ -174,9 +174,13 @@ TEST_F(ReasoningServerTest, ResponsesHaveAReasoningItemFirst) {
       reasoning += e["delta"].get<std::string>();
       EXPECT_EQ(e["output_index"], 0);
     }
-    if (type == "response.output_text.delta") EXPECT_EQ(e["output_index"], 1);
+    if (type == "response.output_text.delta") {
+      EXPECT_EQ(e["output_index"], 1);
+    }
     if (type == "response.output_item.added") types.push_back(e["item"]["type"]);
-    if (type == "response.completed") EXPECT_EQ(e["response"]["output"].size(), 2u);
+    if (type == "response.completed") {
+      EXPECT_EQ(e["response"]["output"].size(), 2u);
+    }
   }
   EXPECT_EQ(reasoning, "The user wants a color.");
   EXPECT_EQ(types, (std::vector<std::string>{"reasoning", "message"}));
