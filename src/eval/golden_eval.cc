@@ -18,7 +18,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-double Percentile(std::vector<double> v, double q) {
+double QuantileOf(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
@@ -112,8 +112,8 @@ EvalReport Summarize(std::vector<CaseResult> cases, const GateThresholds& gate) 
   r.pass_rate = n > 0 ? static_cast<double>(r.passed) / n : 0;
   // The pass rate the set shows with 95% confidence (0 for no cases).
   r.pass_rate_lower_bound = WilsonScoreInterval(r.passed, n, kWilsonZ95OneSided).lower;
-  r.latency_p50_ms = Percentile(latencies, 0.5);
-  r.latency_p95_ms = Percentile(latencies, 0.95);
+  r.latency_p50_ms = QuantileOf(latencies, 0.5);
+  r.latency_p95_ms = QuantileOf(latencies, 0.95);
   r.cases = std::move(cases);
   auto at_least = [&](const char* name, const std::optional<double>& bound, double value) {
     if (bound) r.gate.push_back({name, value, *bound, value >= *bound});

@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kBusyTimeoutMs = 5000;
 
-constexpr const char* kCreateTable = R"sql(
+constexpr const char* kSqliteCreateTable = R"sql(
 CREATE TABLE IF NOT EXISTS brisk_ledger (
   id INTEGER PRIMARY KEY,
   time_unix_ms INTEGER NOT NULL,
@@ -50,7 +50,7 @@ CREATE INDEX IF NOT EXISTS brisk_ledger_time ON brisk_ledger (time_unix_ms);
 // Columns added after the first version, with their definitions: a table an
 // older gateway created gains them on open, its rows then reading as callers'
 // rows outside any rollout.
-constexpr std::pair<const char*, const char*> kAddedColumns[] = {
+constexpr std::pair<const char*, const char*> kSqliteAddedColumns[] = {
     {"shadow", "INTEGER NOT NULL DEFAULT 0"},
     {"rollout", "TEXT NOT NULL DEFAULT ''"},
 };
@@ -175,7 +175,7 @@ class SqliteStore final : public LedgerStore {
     RETURN_IF_ERROR(CheckTable(writer_, /*must_exist=*/false));
     RETURN_IF_ERROR(SetWal());
     RETURN_IF_ERROR(writer_.Exec("PRAGMA synchronous=FULL"));
-    RETURN_IF_ERROR(writer_.Exec(kCreateTable));
+    RETURN_IF_ERROR(writer_.Exec(kSqliteCreateTable));
     RETURN_IF_ERROR(AddMissingColumns());
     RETURN_IF_ERROR(reader_.Open(path, SQLITE_OPEN_READWRITE));
     // Prepared now so that a schema problem shows at open, not at the first row.
@@ -294,7 +294,7 @@ class SqliteStore final : public LedgerStore {
     RETURN_IF_ERROR(writer_.Exec("BEGIN IMMEDIATE"));
     Expected<std::set<std::string>> columns = Columns(writer_);
     if (!columns.ok()) return Rollback(columns.status());
-    for (const auto& [name, definition] : kAddedColumns) {
+    for (const auto& [name, definition] : kSqliteAddedColumns) {
       if (columns->count(name)) continue;
       Status st = writer_.Exec(
           fmt::format("ALTER TABLE brisk_ledger ADD COLUMN {} {}", name, definition).c_str());

@@ -2,18 +2,14 @@
 
 #include <algorithm>
 
+#include "http/headers.h"
 #include "util/constant_time.h"
 
 namespace brisk {
 namespace {
 
-char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string_view TrimOws(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+using http::AsciiLower;
+using http::TrimOws;
 
 }  // namespace
 
@@ -22,7 +18,7 @@ std::optional<std::string_view> BearerToken(std::string_view authorization) {
   authorization = TrimOws(authorization);
   if (authorization.size() <= kScheme.size() + 1 || authorization[kScheme.size()] != ' ' ||
       !std::equal(kScheme.begin(), kScheme.end(), authorization.begin(),
-                  [](char s, char c) { return s == Lower(c); }))
+                  [](char s, char c) { return s == AsciiLower(c); }))
     return std::nullopt;
   std::string_view token = authorization.substr(kScheme.size());
   while (!token.empty() && token.front() == ' ') token.remove_prefix(1);

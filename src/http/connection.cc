@@ -28,20 +28,12 @@ constexpr size_t kMaxTrailerBytes = 8192;
 constexpr size_t kMaxTrailerFields = 64;
 constexpr std::string_view kProbe = "HTTP/1.1 100 Continue\r\n\r\n";
 
-bool IEquals(std::string_view a, std::string_view b) { return beast::iequals(a, b); }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
 
 // "/v1/models?x=1" -> "/v1/models"; absolute-form "http://h:1/a?b" -> "/a".
 std::string PathOf(std::string_view target) {
   for (std::string_view scheme : {"http://", "https://"}) {
-    if (target.size() >= scheme.size() && IEquals(target.substr(0, scheme.size()), scheme)) {
+    if (target.size() >= scheme.size() && AsciiIEquals(target.substr(0, scheme.size()), scheme)) {
       target.remove_prefix(scheme.size());
       size_t slash = target.find_first_of("/?#");
       target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
@@ -382,7 +374,7 @@ bool Connection::CheckHeader() {
   for (const auto& f : h) {
     if (f.name() != bhttp::field::transfer_encoding) continue;
     ++te_count;
-    te_chunked_only &= IEquals(Trim(View(f.value())), "chunked");
+    te_chunked_only &= AsciiIEquals(TrimOws(View(f.value())), "chunked");
   }
   if (te_count > 1 || !te_chunked_only) {
     Reject(501, "unsupported transfer-encoding", "not_implemented");
@@ -390,7 +382,7 @@ bool Connection::CheckHeader() {
   }
   if (!CheckHosts(h)) return false;
   auto expect = h[bhttp::field::expect];
-  if (!expect.empty() && !IEquals(Trim(View(expect)), "100-continue")) {
+  if (!expect.empty() && !AsciiIEquals(TrimOws(View(expect)), "100-continue")) {
     Reject(417, "unsupported expectation");
     return false;
   }

@@ -59,8 +59,6 @@ bool ValidHeaderValue(std::string_view value) {
   return value.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
 }
 
-bool IEquals(std::string_view a, std::string_view b) { return beast::iequals(a, b); }
-
 }  // namespace
 
 void Connection::Reject(int status, std::string_view text, std::string_view code, Headers extra) {
@@ -113,14 +111,14 @@ std::string Connection::BuildHead(int status, const Headers& headers, Framing fr
       log::Warn("[http] dropping invalid response header '{}'", name);
       continue;
     }
-    if (IEquals(name, "Content-Length") || IEquals(name, "Transfer-Encoding")) continue;
-    if (IEquals(name, "Connection")) {
+    if (AsciiIEquals(name, "Content-Length") || AsciiIEquals(name, "Transfer-Encoding")) continue;
+    if (AsciiIEquals(name, "Connection")) {
       if (beast::http::token_list(value).exists("close")) keep_alive_ = false;
       continue;
     }
-    has_date |= IEquals(name, "Date");
-    has_server |= IEquals(name, "Server");
-    has_cache_control |= IEquals(name, "Cache-Control");
+    has_date |= AsciiIEquals(name, "Date");
+    has_server |= AsciiIEquals(name, "Server");
+    has_cache_control |= AsciiIEquals(name, "Cache-Control");
     h.append(name).append(": ").append(value).append("\r\n");
   }
   if (!has_date) h.append("Date: ").append(HttpDate()).append("\r\n");

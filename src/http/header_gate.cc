@@ -4,29 +4,14 @@
 
 #include <algorithm>
 
+#include "http/headers.h"
 #include "http/host.h"
 
 namespace brisk {
-namespace {
-
-char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool IEquals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                            [](char x, char y) { return Lower(x) == Lower(y); });
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 bool IsJsonContentType(std::string_view content_type) {
-  std::string_view media = Trim(content_type.substr(0, content_type.find(';')));
-  return IEquals(media, "application/json");
+  std::string_view media = http::TrimOws(content_type.substr(0, content_type.find(';')));
+  return http::AsciiIEquals(media, "application/json");
 }
 
 std::optional<http::EarlyResponse> CheckHeaders(const HeaderGateConfig& cfg,

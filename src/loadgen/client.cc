@@ -15,13 +15,6 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-// Completion token: results (error_code first) as a tuple, never an exception.
-constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
-
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 std::chrono::steady_clock::duration ToDuration(double seconds) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(seconds));
@@ -71,12 +64,12 @@ asio::awaitable<void> Client::Stream(const WorkloadItem& item, Clock::time_point
 
   beast::tcp_stream stream(executor_);
   const Clock::time_point sent = Clock::now();
-  r->start_s = Seconds(phase_start, sent);
+  r->start_s = SecondsBetween(phase_start, sent);
   stream.expires_after(ToDuration(o.timeout_s));
   auto fail = [&](const char* what, const beast::error_code& ec) {
     r->status = RequestStatus::kError;
     r->error = fmt::format("{}: {}", what, Describe(ec, o.timeout_s));
-    r->e2e_s = Seconds(sent, Clock::now());
+    r->e2e_s = SecondsBetween(sent, Clock::now());
   };
 
   auto [connect_ec, endpoint] = co_await stream.async_connect(endpoints_, kNoThrow);
@@ -127,7 +120,7 @@ asio::awaitable<void> Client::Stream(const WorkloadItem& item, Clock::time_point
   if (!streaming) {
     r->status = r->http_status == 429 ? RequestStatus::kRejected : RequestStatus::kError;
     r->error = fmt::format("HTTP {}: {}", r->http_status, OneLine(std::move(error_body)));
-    r->e2e_s = Seconds(sent, Clock::now());
+    r->e2e_s = SecondsBetween(sent, Clock::now());
     co_return;
   }
   if (read_ec && !events_in.finished()) co_return fail("reading the stream", read_ec);

@@ -4,8 +4,10 @@
 // failures become RequestRecord errors or Status values.
 #pragma once
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <string>
 
 #include "http/url.h"
@@ -15,6 +17,9 @@
 #include "util/status.h"
 
 namespace brisk::loadgen {
+
+// Completion token: results (error_code first) as a tuple, never an exception.
+inline constexpr auto kNoThrow = boost::asio::as_tuple(boost::asio::use_awaitable);
 
 struct ClientOptions {
   http::ServerUrl url;

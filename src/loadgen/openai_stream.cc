@@ -6,10 +6,6 @@ namespace {
 
 using json = nlohmann::json;
 
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 // j[key] if j is an object holding a value of that key, else nullptr.
 const json* Field(const json& j, const char* key) {
   if (!j.is_object()) return nullptr;
@@ -109,7 +105,7 @@ void OpenAiStream::OnJson(const json& j, Clock::time_point now) {
   if (content_chunks_ == 0) {
     first_content_ = now;
   } else {
-    itl_s_.push_back(Seconds(last_content_, now));
+    itl_s_.push_back(SecondsBetween(last_content_, now));
   }
   last_content_ = now;
   ++content_chunks_;
@@ -133,8 +129,8 @@ void OpenAiStream::Complete(int64_t prompt_tokens_estimate, RequestRecord* r) co
     return;
   }
   r->status = RequestStatus::kOk;
-  r->ttft_s = Seconds(sent_, first_content_);
-  r->e2e_s = Seconds(sent_, std::max(last_choice_, last_content_));
+  r->ttft_s = SecondsBetween(sent_, first_content_);
+  r->e2e_s = SecondsBetween(sent_, std::max(last_choice_, last_content_));
   r->itl_s = itl_s_;
 }
 

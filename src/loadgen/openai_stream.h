@@ -16,6 +16,11 @@ namespace brisk::loadgen {
 
 using Clock = std::chrono::steady_clock;
 
+// Seconds from `a` to `b`.
+inline double SecondsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
 enum class ApiKind { kCompletions, kChat };
 const char* ApiPath(ApiKind api);  // "/v1/completions" or "/v1/chat/completions"
 

@@ -24,12 +24,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
 constexpr auto kProgressPeriod = std::chrono::milliseconds(500);
-
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 std::string UtcNow() {
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)));
@@ -156,7 +151,7 @@ asio::awaitable<void> Runner::ClosedWorker() {
   Phase& p = phase_;
   while (p.next < p.total) {
     const int64_t i = p.next++;
-    (*p.records)[static_cast<size_t>(i)].scheduled_s = Seconds(p.start, Clock::now());
+    (*p.records)[static_cast<size_t>(i)].scheduled_s = SecondsBetween(p.start, Clock::now());
     ++p.inflight;
     co_await Request(i);
   }
@@ -174,7 +169,7 @@ void Runner::PrintProgress(bool final) {
   const Phase& p = phase_;
   // A pipe or file gets a line every 5 s; a terminal one rewritten line.
   if (!tty_ && !final && ++progress_ticks_ % 10 != 0) return;
-  const double elapsed = Seconds(p.start, final ? p.last_finish : Clock::now());
+  const double elapsed = SecondsBetween(p.start, final ? p.last_finish : Clock::now());
   const double rate = elapsed > 0 ? static_cast<double>(p.done) / elapsed : 0;
   const double tok = elapsed > 0 ? static_cast<double>(p.output_tokens) / elapsed : 0;
   std::string line = fmt::format(
@@ -251,7 +246,7 @@ Expected<BenchResult> Runner::Run() {
              closed ? nullptr : &arrivals, &result.records);
   }
   result.interrupted = interrupted_;
-  const double duration_s = Seconds(phase_.start, phase_.last_finish);
+  const double duration_s = SecondsBetween(phase_.start, phase_.last_finish);
   result.metrics = ComputeMetrics(result.records, duration_s, config_.slo);
   result.workload_source = workload_.source();
   result.corpus_passages = workload_.corpus_passages();

@@ -20,7 +20,6 @@ namespace {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using json = nlohmann::json;
-constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
 
 class FakeServer {
  public:

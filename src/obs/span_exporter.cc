@@ -16,7 +16,7 @@
 namespace brisk {
 namespace {
 
-using Json = nlohmann::json;
+using SpanJson = nlohmann::json;
 
 constexpr size_t kBatch = 256;
 
@@ -35,7 +35,7 @@ std::chrono::system_clock::time_point Plus(std::chrono::system_clock::time_point
                  std::chrono::duration<double, std::milli>(ms));
 }
 
-Json StringAttr(std::string_view key, std::string_view value) {
+SpanJson StringAttr(std::string_view key, std::string_view value) {
   return {{"key", key}, {"value", {{"stringValue", value}}}};
 }
 
@@ -50,20 +50,20 @@ struct Fd {
 }  // namespace
 
 std::string OtlpTracesJson(std::string_view service_name, const std::vector<RequestSpan>& spans) {
-  Json list = Json::array();
+  SpanJson list = SpanJson::array();
   for (const RequestSpan& r : spans) {
-    Json attrs = Json::array();
+    SpanJson attrs = SpanJson::array();
     for (const auto& [k, v] : r.attributes) attrs.push_back(StringAttr(k, v));
     attrs.push_back({{"key", "http.response.status_code"},
                      {"value", {{"intValue", std::to_string(r.http_status)}}}});
-    Json span = {{"traceId", r.trace.trace_id},
-                 {"spanId", r.trace.span_id},
-                 {"name", r.name},
-                 {"kind", 2},  // SPAN_KIND_SERVER
-                 {"startTimeUnixNano", UnixNanos(r.start)},
-                 {"endTimeUnixNano", UnixNanos(Plus(r.start, r.total_ms))},
-                 {"attributes", std::move(attrs)},
-                 {"status", {{"code", r.http_status >= 500 ? 2 : 0}}}};
+    SpanJson span = {{"traceId", r.trace.trace_id},
+                     {"spanId", r.trace.span_id},
+                     {"name", r.name},
+                     {"kind", 2},  // SPAN_KIND_SERVER
+                     {"startTimeUnixNano", UnixNanos(r.start)},
+                     {"endTimeUnixNano", UnixNanos(Plus(r.start, r.total_ms))},
+                     {"attributes", std::move(attrs)},
+                     {"status", {{"code", r.http_status >= 500 ? 2 : 0}}}};
     if (!r.trace.parent_span_id.empty()) span["parentSpanId"] = r.trace.parent_span_id;
     list.push_back(std::move(span));
     // Stages: contiguous children from the request's start.
@@ -76,17 +76,18 @@ std::string OtlpTracesJson(std::string_view service_name, const std::vector<Requ
                       {"kind", 1},  // SPAN_KIND_INTERNAL
                       {"startTimeUnixNano", UnixNanos(Plus(r.start, at_ms))},
                       {"endTimeUnixNano", UnixNanos(Plus(r.start, at_ms + s.ms))},
-                      {"attributes", Json::array({StringAttr("brisk.stage", s.name)})}});
+                      {"attributes", SpanJson::array({StringAttr("brisk.stage", s.name)})}});
       at_ms += s.ms;
     }
   }
-  Json body = {
+  SpanJson body = {
       {"resourceSpans",
-       Json::array({{{"resource",
-                      {{"attributes", Json::array({StringAttr("service.name", service_name)})}}},
-                     {"scopeSpans", Json::array({{{"scope", {{"name", "brisk"}}},
-                                                  {"spans", std::move(list)}}})}}})}};
-  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+       SpanJson::array(
+           {{{"resource",
+              {{"attributes", SpanJson::array({StringAttr("service.name", service_name)})}}},
+             {"scopeSpans",
+              SpanJson::array({{{"scope", {{"name", "brisk"}}}, {"spans", std::move(list)}}})}}})}};
+  return body.dump(-1, ' ', false, SpanJson::error_handler_t::replace);
 }
 
 Expected<std::unique_ptr<SpanExporter>> SpanExporter::Create(std::string_view endpoint,

@@ -10,8 +10,6 @@
 namespace brisk {
 namespace {
 
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
 std::string_view FinishName(FinishReason r) {
   return r == FinishReason::kLength ? "length" : "stop";
 }
@@ -104,10 +102,10 @@ void ResponseStream::CancelEngineRequests() {
 void ResponseStream::End(ResponseSummary summary) {
   done_ = true;
   // With stages, total is their sum (arrival -> written), as in Server-Timing.
-  summary.total_s = summary.stages.empty() ? Seconds(Clock::now() - opts_.arrival)
+  summary.total_s = summary.stages.empty() ? SecondsOf(Clock::now() - opts_.arrival)
                                            : StagesTotalMs(summary.stages) / 1e3;
   summary.queue_s = queue_s_;
-  if (t_first_) summary.ttft_s = Seconds(*t_first_ - opts_.arrival);
+  if (t_first_) summary.ttft_s = SecondsOf(*t_first_ - opts_.arrival);
   summary.usage = usage_;
   if (!choices_.empty()) summary.finish_reason = choices_[0].finish_reason;
   summary.trace_id = opts_.trace_id;
@@ -329,10 +327,10 @@ void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out_in, co
   if (!out_in.new_tokens.empty()) {
     if (!t_first_) {
       t_first_ = now;
-      metrics_.ttft->Observe(Seconds(now - opts_.arrival));
+      metrics_.ttft->Observe(SecondsOf(now - opts_.arrival));
     }
     if (last_token_at_[index] != Clock::time_point{})
-      metrics_.itl->Observe(Seconds(now - last_token_at_[index]));
+      metrics_.itl->Observe(SecondsOf(now - last_token_at_[index]));
     last_token_at_[index] = now;
     t_last_ = now;
   }
@@ -383,7 +381,7 @@ void ResponseStream::OnOutput(int prompt_index, const SequenceOutput& out_in, co
 
 void ResponseStream::Complete() {
   const auto now = Clock::now();
-  const double e2e = Seconds(now - opts_.arrival);
+  const double e2e = SecondsOf(now - opts_.arrival);
   ServerMetrics& m = metrics_;
   m.e2e->Observe(e2e);
   m.prompt_tokens->Inc(double(usage_.prompt_tokens));
@@ -391,9 +389,9 @@ void ResponseStream::Complete() {
   m.generation_tokens->Inc(double(usage_.completion_tokens));
   if (queue_s_ >= 0) m.queue->Observe(queue_s_);
   if (t_first_) {
-    const double ttft = Seconds(*t_first_ - opts_.arrival);
+    const double ttft = SecondsOf(*t_first_ - opts_.arrival);
     if (queue_s_ >= 0) m.prefill->Observe(std::max(0.0, ttft - queue_s_));
-    m.decode->Observe(Seconds(t_last_ - *t_first_));
+    m.decode->Observe(SecondsOf(t_last_ - *t_first_));
     const int64_t per_choice = usage_.completion_tokens / std::max<int64_t>(1, choices_.size());
     if (per_choice > 1) m.tpot->Observe((e2e - ttft) / double(per_choice - 1));
   }

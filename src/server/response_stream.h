@@ -29,6 +29,9 @@
 
 namespace brisk {
 
+// A duration in seconds.
+inline double SecondsOf(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
 // How a request ended, for the access log.
 struct ResponseSummary {
   int http_status = 200;

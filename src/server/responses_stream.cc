@@ -10,8 +10,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
 }  // namespace
 
 ResponsesStream::ResponsesStream(Options options, std::shared_ptr<http::Responder> res,
@@ -36,9 +34,9 @@ void ResponsesStream::Cancel() {
 
 void ResponsesStream::End(ResponseSummary summary) {
   done_ = true;
-  summary.total_s = Seconds(Clock::now() - opts_.arrival);
+  summary.total_s = SecondsOf(Clock::now() - opts_.arrival);
   summary.queue_s = queue_s_;
-  if (t_first_) summary.ttft_s = Seconds(*t_first_ - opts_.arrival);
+  if (t_first_) summary.ttft_s = SecondsOf(*t_first_ - opts_.arrival);
   summary.usage = usage_;
   metrics_.outcome[summary.outcome]->Inc();
   if (on_done_) on_done_(summary);
@@ -243,9 +241,9 @@ void ResponsesStream::OnOutput(const SequenceOutput& out_in, const Status& error
   if (!out.new_tokens.empty()) {
     if (!t_first_) {
       t_first_ = now;
-      metrics_.ttft->Observe(Seconds(now - opts_.arrival));
+      metrics_.ttft->Observe(SecondsOf(now - opts_.arrival));
     } else {
-      metrics_.itl->Observe(Seconds(now - t_prev_token_));
+      metrics_.itl->Observe(SecondsOf(now - t_prev_token_));
     }
     t_prev_token_ = t_last_ = now;
   }
@@ -287,7 +285,7 @@ void ResponsesStream::OnOutput(const SequenceOutput& out_in, const Status& error
 
 void ResponsesStream::Complete(bool cut) {
   const auto now = Clock::now();
-  const double e2e = Seconds(now - opts_.arrival);
+  const double e2e = SecondsOf(now - opts_.arrival);
   ServerMetrics& m = metrics_;
   m.e2e->Observe(e2e);
   m.prompt_tokens->Inc(double(usage_.prompt_tokens));
@@ -295,9 +293,9 @@ void ResponsesStream::Complete(bool cut) {
   m.generation_tokens->Inc(double(usage_.completion_tokens));
   if (queue_s_ >= 0) m.queue->Observe(queue_s_);
   if (t_first_) {
-    const double ttft = Seconds(*t_first_ - opts_.arrival);
+    const double ttft = SecondsOf(*t_first_ - opts_.arrival);
     if (queue_s_ >= 0) m.prefill->Observe(std::max(0.0, ttft - queue_s_));
-    m.decode->Observe(Seconds(t_last_ - *t_first_));
+    m.decode->Observe(SecondsOf(t_last_ - *t_first_));
     if (usage_.completion_tokens > 1)
       m.tpot->Observe((e2e - ttft) / double(usage_.completion_tokens - 1));
   }
