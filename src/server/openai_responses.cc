@@ -2,10 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <charconv>
-#include <random>
-
 #include "server/openai_fields.h"
 #include "server/request_preparation.h"
 
@@ -40,18 +36,6 @@ bool Is(const char* const* b, const char* const* e, std::string_view k) {
   for (; b != e; ++b)
     if (k == *b) return true;
   return false;
-}
-
-std::string RandomId(std::string_view prefix) {
-  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  thread_local std::mt19937_64 rng([] {
-    std::random_device rd;
-    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd()};
-    return std::mt19937_64(seq);
-  }());
-  std::string id(prefix);
-  for (int i = 0; i < 32; ++i) id.push_back(kChars[rng() % (sizeof(kChars) - 1)]);
-  return id;
 }
 
 // A message item's content: a string, or text parts -> chat text parts.
@@ -156,44 +140,10 @@ Problem ReadInput(const Json& v, Json* msgs) {
   return std::nullopt;
 }
 
-// `input` (already read by ReadInput, so well formed) as Responses items:
-// the known fields of each, content as parts, and an id and a status.
+// `input` (already read by ReadInput, so well formed) as Responses items.
 Json InputItems(const Json& v) {
-  Json items = Json::array();
-  if (v.is_string()) {
-    items.push_back({{"type", "message"},
-                     {"id", NewMessageItemId()},
-                     {"status", "completed"},
-                     {"role", "user"},
-                     {"content", Json::array({{{"type", "input_text"}, {"text", v}}})}});
-    return items;
-  }
-  for (const Json& in : v) {
-    const std::string type = in.contains("type") ? in["type"].get<std::string>() : "message";
-    Json item = {{"type", type}};
-    const Json* id = Get(in, "id");
-    if (id != nullptr && id->is_string()) {
-      item["id"] = *id;
-    } else {
-      item["id"] = type == "message"         ? NewMessageItemId()
-                   : type == "function_call" ? NewFunctionCallItemId()
-                   : type == "reasoning"     ? NewReasoningItemId()
-                                             : "fco_" + NewFunctionCallItemId().substr(3);
-    }
-    item["status"] = "completed";
-    for (const char* k : {"role", "call_id", "name", "arguments", "output", "summary"}) {
-      if (const Json* f = Get(in, k)) item[k] = *f;
-    }
-    if (const Json* c = Get(in, "content")) {
-      const bool assistant = in.value("role", "") == "assistant";
-      item["content"] =
-          c->is_string()
-              ? Json::array({{{"type", assistant ? "output_text" : "input_text"}, {"text", *c}}})
-              : *c;
-    }
-    items.push_back(std::move(item));
-  }
-  return items;
+  auto items = http::InputItemsOf(v);
+  return std::holds_alternative<Json>(items) ? std::get<Json>(std::move(items)) : Json::array();
 }
 
 // Responses function tools are flat ({"type", "name", "parameters", ...});
@@ -401,10 +351,10 @@ ApiError ResponsesError(ApiError e) {
   return e;
 }
 
-std::string NewResponseId() { return RandomId("resp_"); }
-std::string NewMessageItemId() { return RandomId("msg_"); }
-std::string NewFunctionCallItemId() { return RandomId("fc_"); }
-std::string NewReasoningItemId() { return RandomId("rs_"); }
+std::string NewResponseId() { return http::RandomItemId("resp_"); }
+std::string NewMessageItemId() { return http::RandomItemId("msg_"); }
+std::string NewFunctionCallItemId() { return http::RandomItemId("fc_"); }
+std::string NewReasoningItemId() { return http::RandomItemId("rs_"); }
 
 Json ReasoningItem(const std::string& id, std::string_view status, const std::string& text) {
   return {{"type", "reasoning"},
@@ -512,68 +462,6 @@ std::string ResponsesEvent(std::string_view type, Json fields, int64_t* seq) {
   j["sequence_number"] = (*seq)++;
   return fmt::format("event: {}\ndata: {}\n\n", type,
                      j.dump(-1, ' ', false, Json::error_handler_t::replace));
-}
-
-std::variant<InputItemsQuery, ApiError> ParseInputItemsQuery(std::string_view query) {
-  InputItemsQuery q;
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    const size_t eq = pair.find('=');
-    const std::string_view key = pair.substr(0, eq);
-    const std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
-    if (key == "limit") {
-      int64_t n = 0;
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 100)
-        return Bad(
-            "limit", "invalid_value",
-            fmt::format("'limit' must be an integer from 1 to 100, got '{}'", Snippet(value)));
-      q.limit = n;
-    } else if (key == "order") {
-      if (value != "asc" && value != "desc")
-        return Bad("order", "invalid_value",
-                   fmt::format("'order' must be 'asc' or 'desc', got '{}'", Snippet(value)));
-      q.ascending = value == "asc";
-    } else if (key == "after") {
-      q.after = std::string(value);
-    }
-  }
-  return q;
-}
-
-std::variant<Json, ApiError> InputItemsPage(const Json& items, const InputItemsQuery& q) {
-  std::vector<const Json*> order;
-  for (const Json& item : items) order.push_back(&item);
-  if (!q.ascending) std::reverse(order.begin(), order.end());
-  size_t start = 0;
-  if (!q.after.empty()) {
-    auto it = std::find_if(order.begin(), order.end(),
-                           [&](const Json* item) { return item->value("id", "") == q.after; });
-    if (it == order.end())
-      return http::MakeOpenAiError(
-          404, "invalid_request_error",
-          fmt::format("No input item with id '{}'.", Snippet(q.after, 128)), "not_found", "after");
-    start = static_cast<size_t>(it - order.begin()) + 1;
-  }
-  Json data = Json::array();
-  for (size_t i = start; i < order.size() && data.size() < static_cast<size_t>(q.limit); ++i)
-    data.push_back(*order[i]);
-  const bool more = start + data.size() < order.size();
-  Json first = data.empty() ? Json(nullptr) : data.front()["id"];
-  Json last = data.empty() ? Json(nullptr) : data.back()["id"];
-  return Json{{"object", "list"},
-              {"data", std::move(data)},
-              {"first_id", std::move(first)},
-              {"last_id", std::move(last)},
-              {"has_more", more}};
-}
-
-ApiError ResponseNotFound(const std::string& id, std::string param) {
-  return http::MakeOpenAiError(404, "invalid_request_error",
-                               fmt::format("Response with id '{}' not found.", Snippet(id, 128)),
-                               "not_found", std::move(param));
 }
 
 }  // namespace brisk::api

@@ -30,6 +30,7 @@
 #include <variant>
 #include <vector>
 
+#include "http/responses_items.h"
 #include "server/openai_api.h"
 
 namespace brisk::api {
@@ -109,20 +110,10 @@ Json OutputToMessages(const Json& output);
 // "sequence_number"}\n\n". `*seq` is the next sequence number; it advances.
 std::string ResponsesEvent(std::string_view type, Json fields, int64_t* seq);
 
-// GET /v1/responses/{id}/input_items?limit=&order=&after=: limit 1..100
-// (default 20), order asc | desc (default desc, newest first), after an item
-// id (the page starts past it); other parameters are ignored.
-struct InputItemsQuery {
-  int64_t limit = 20;
-  bool ascending = false;
-  std::string after;
-};
-std::variant<InputItemsQuery, ApiError> ParseInputItemsQuery(std::string_view query);
-// {"object": "list", "data", "first_id", "last_id", "has_more"}; a 404-shaped
-// error when `after` is not one of the items.
-std::variant<Json, ApiError> InputItemsPage(const Json& items, const InputItemsQuery& q);
-
-// 404 for an id that is not stored (or not the caller's), as OpenAI answers.
-ApiError ResponseNotFound(const std::string& id, std::string param = "");
+// Stored items and their paging (shared with the gateway's store).
+using http::InputItemsPage;
+using http::InputItemsQuery;
+using http::ParseInputItemsQuery;
+using http::ResponseNotFound;
 
 }  // namespace brisk::api
