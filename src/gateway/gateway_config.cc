@@ -178,6 +178,12 @@ std::vector<Section> BuildSchema(const Reader& r, GatewayConfig& c) {
            {"connect_timeout_s", r.Seconds(&p.connect_timeout_s, true, 600)},
        }},
       {"ledger", {{"url", r.String(&c.ledger.url, false)}}},
+      {"responses",
+       {
+           {"max_entries", r.Int(&c.responses.max_entries, 1, int64_t{1} << 30)},
+           {"max_bytes", r.Bytes(&c.responses.max_bytes, int64_t{1} << 40)},
+           {"ttl_s", r.Seconds(&c.responses.ttl_s, true, 365 * kDay)},
+       }},
       {"rollout",
        {
            {"admin_key", r.String(&c.rollout.admin_key, false)},

@@ -94,6 +94,14 @@ struct GatewayConfig {
     bool operator==(const Ledger&) const = default;
   } ledger;
   std::vector<BudgetConfig> budgets;
+  // The Responses API's stored objects (store: true), in the ledger's
+  // database, per tenant (gateway/shared_responses.h).
+  struct Responses {
+    int64_t max_entries = 1024;
+    int64_t max_bytes = int64_t{64} << 20;
+    double ttl_s = 24 * 3600;
+    bool operator==(const Responses&) const = default;
+  } responses;
   // Rollouts of candidate upstream sets (gateway/rollout_manager.h).
   struct Rollout {
     std::string admin_key;      // bearer token of the admin API; "" = the API is off

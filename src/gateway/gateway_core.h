@@ -28,6 +28,7 @@ namespace brisk::gateway {
 class Budgets;
 class DashboardStats;
 class RolloutManager;
+class SharedResponseStore;
 
 struct TierRuntime {
   int index = 0;
@@ -63,6 +64,8 @@ struct GatewayMetrics {
   metrics::Histogram* EndToEnd(const std::string& tier);
   // brisk_gateway_request_stage_seconds{stage}: the per-stage latency budget.
   metrics::Histogram* Stage(const std::string& stage);
+  // brisk_gateway_response_store_errors_total: responses not stored (database errors).
+  metrics::Counter* StoreErrors();
 };
 
 struct GatewayCore {
@@ -72,7 +75,14 @@ struct GatewayCore {
   std::unique_ptr<Budgets> budgets;
   std::unique_ptr<DashboardStats> dashboard;
   std::vector<std::unique_ptr<TierRuntime>> tiers;
-  std::unique_ptr<RolloutManager> rollouts;  // after tiers: it points at them
+  std::unique_ptr<RolloutManager> rollouts;        // after tiers: it points at them
+  std::unique_ptr<SharedResponseStore> responses;  // the Responses API's stored objects
+
+  // Blocking database work (stored responses) runs here, never on the HTTP
+  // or upstream threads.
+  boost::asio::io_context db_io;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> db_work;
+  std::vector<std::thread> db_threads;
 
   boost::asio::io_context upstream_io;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;

@@ -36,6 +36,13 @@ metrics::Histogram* GatewayMetrics::Tpot(const std::string& tier) {
                                "Time per output token after the first.",
                                metrics::TokenLatencyBucketsSeconds(), {{"tier", tier}});
 }
+metrics::Counter* GatewayMetrics::StoreErrors() {
+  return registry.GetCounter("brisk_gateway_response_store_errors_total",
+                             "Responses API objects not stored because the database failed "
+                             "(their previous_response_id follow-ups get a 404).",
+                             {});
+}
+
 metrics::Histogram* GatewayMetrics::Stage(const std::string& stage) {
   return registry.GetHistogram("brisk_gateway_request_stage_seconds",
                                "Per-stage latency budget of requests answered through the gateway "

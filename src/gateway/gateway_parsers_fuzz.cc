@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -78,14 +79,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ClientWants wants;
       wants.include_usage = size % 2;
       wants.logprobs = size % 3 == 0;
-      StreamRewriter rw(wants);
+      // Chat/completions chunks, or (one input in five) Responses API events.
+      auto rw = size % 5 == 0 ? std::make_unique<StreamRewriter>(ResponsePatch{true, "resp_0"})
+                              : std::make_unique<StreamRewriter>(wants);
       std::string out;
       const size_t half = input.size() / 2;
-      rw.Feed(input.substr(0, half), &out);
-      rw.Feed(input.substr(half), &out);
-      out += rw.Finish(CostAnnotation{0.5, "t", 1});
+      rw->Feed(input.substr(0, half), &out);
+      rw->Feed(input.substr(half), &out);
+      out += rw->Finish(CostAnnotation{0.5, "t", 1});
       CheckEvents(out);
-      const double cost = CostUsd(Prices{1, 0.5, 2}, rw.facts().tokens);
+      if (const Json* r = rw->final_response()) Check(r->is_object() && r->contains("usage"));
+      const double cost = CostUsd(Prices{1, 0.5, 2}, rw->facts().tokens);
       Check(std::isfinite(cost) && cost >= 0);
       break;
     }

@@ -16,9 +16,11 @@
 #include "gateway/json_fields.h"
 #include "gateway/proxied_request.h"
 #include "gateway/rollout_manager.h"
+#include "gateway/shared_responses.h"
 #include "http/caller_identity.h"
 #include "http/header_gate.h"
 #include "http/openai_error.h"
+#include "http/responses_items.h"
 #include "http/route_table.h"
 #include "util/log.h"
 
@@ -41,7 +43,31 @@ std::string PromptText(const Json& body, Endpoint endpoint) {
   auto add = [&text](const Json& s) {
     if (s.is_string()) text += s.get_ref<const std::string&>();
   };
-  if (endpoint == Endpoint::kChat) {
+  if (endpoint == Endpoint::kResponses) {
+    // The instructions, then each item's role and text, as chat messages read.
+    add(AnyOr(body, "instructions"));
+    text += '\n';
+    const Json& input = AnyOr(body, "input");
+    if (input.is_string()) return text + "user\n" + input.get<std::string>() + '\n';
+    if (!input.is_array()) return text;
+    for (const Json& item : input) {
+      if (!item.is_object()) continue;
+      add(AnyOr(item, "role"));
+      text += '\n';
+      const Json& content = AnyOr(item, "content");
+      if (content.is_string()) add(content);
+      if (content.is_array()) {
+        for (const Json& part : content) add(AnyOr(part, "text"));
+      }
+      add(AnyOr(item, "arguments"));
+      add(AnyOr(item, "output"));
+      text += '\n';
+    }
+    return text;
+  }
+  if (endpoint == Endpoint::kDetokenize) return text;
+  if (endpoint == Endpoint::kChat ||
+      (endpoint == Endpoint::kTokenize && body.contains("messages"))) {
     auto msgs = body.find("messages");
     if (msgs == body.end() || !msgs->is_array()) return text;
     for (const Json& m : *msgs) {
@@ -105,8 +131,18 @@ GatewayCore::~GatewayCore() {
   if (health_timer) health_timer->cancel();
   work.reset();
   upstream_io.stop();
-  for (std::thread& t : upstream_threads) {
-    if (t.joinable()) t.join();
+  db_work.reset();
+  db_io.stop();
+  // The last reference may be dropped on one of these threads: it cannot join itself.
+  for (auto* threads : {&upstream_threads, &db_threads}) {
+    for (std::thread& t : *threads) {
+      if (!t.joinable()) continue;
+      if (t.get_id() == std::this_thread::get_id()) {
+        t.detach();
+      } else {
+        t.join();
+      }
+    }
   }
   // The upstream clients and the timer must not outlive the io_context they
   // run on (members are destroyed after this body, the io_context before
@@ -114,6 +150,7 @@ GatewayCore::~GatewayCore() {
   health_timer.reset();
   rollout_timer.reset();
   rollouts.reset();
+  responses.reset();
   tiers.clear();
   if (ledger) ledger->Flush();
 }
@@ -152,6 +189,54 @@ Expected<RoutePlan> PlanRoute(GatewayCore& core, const RequestFacts& facts) {
   return NotFound("The model '{}' does not exist here; models: {}", facts.model, names);
 }
 
+void Admit(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint, Json body, Caller caller,
+           std::shared_ptr<http::Responder> res, Clock::time_point arrival,
+           std::shared_ptr<const ResponsesTurn> turn);
+
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A Responses API body: its turn (the input as items, the stored
+// conversation it continues) and the body the engine gets (the whole
+// conversation as input, no previous_response_id). Runs on a database
+// thread when there is a previous response to read.
+void AdmitResponses(const std::shared_ptr<GatewayCore>& core, Json body, Caller caller,
+                    std::shared_ptr<http::Responder> res, Clock::time_point arrival) {
+  auto turn = std::make_shared<ResponsesTurn>();
+  if (auto st = body.find("store"); st != body.end() && st->is_boolean()) turn->store = *st;
+  turn->previous_response_id = StringOr(body, "previous_response_id", "");
+  const auto input = nlohmann::ordered_json::parse(
+      AnyOr(body, "input").dump(-1, ' ', false, Json::error_handler_t::replace));
+  auto items = http::InputItemsOf(input);
+  if (auto* e = std::get_if<http::OpenAiError>(&items)) return http::SendOpenAiError(*res, *e);
+  turn->input_items = std::get<nlohmann::ordered_json>(std::move(items));
+  if (!turn->previous_response_id.empty()) {
+    auto prev = core->responses->Get(caller.tenant, turn->previous_response_id, UnixMs());
+    if (!prev.ok()) {
+      return http::SendOpenAiError(
+          *res, 503, "server_error",
+          fmt::format("the stored responses cannot be read now: {}", prev.status().message()),
+          "store_unavailable");
+    }
+    if (!prev->has_value()) {
+      return http::SendOpenAiError(
+          *res, http::ResponseNotFound(turn->previous_response_id, "previous_response_id"));
+    }
+    turn->history = nlohmann::ordered_json::parse((*prev)->conversation, nullptr, false);
+    if (!turn->history.is_array()) turn->history = nlohmann::ordered_json::array();
+  }
+  Json upstream_input = Json::array();
+  for (const auto& item : turn->history) upstream_input.push_back(Json::parse(item.dump()));
+  for (const auto& item : turn->input_items) upstream_input.push_back(Json::parse(item.dump()));
+  body["input"] = std::move(upstream_input);
+  body.erase("previous_response_id");
+  Admit(core, Endpoint::kResponses, std::move(body), std::move(caller), std::move(res), arrival,
+        std::move(turn));
+}
+
 void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
                     http::Request&& req, std::shared_ptr<http::Responder> res) {
   const auto arrival = Clock::now();
@@ -167,6 +252,9 @@ void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
                           "invalid_json");
     return;
   }
+  const bool tokens = endpoint == Endpoint::kTokenize || endpoint == Endpoint::kDetokenize;
+  // /tokenize and /detokenize take no model on an engine: here it routes ("auto" without one).
+  if (tokens && (!body.contains("model") || body["model"].is_null())) body["model"] = "auto";
   auto model = body.find("model");
   if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty()) {
     http::SendOpenAiError(*res, 400, "invalid_request_error",
@@ -179,6 +267,38 @@ void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
     if (msgs == body.end() || !msgs->is_array() || msgs->empty()) {
       http::SendOpenAiError(*res, 400, "invalid_request_error",
                             "'messages' must be a non-empty array", "", "messages");
+      return;
+    }
+  } else if (endpoint == Endpoint::kResponses) {
+    const Json& input = AnyOr(body, "input");
+    if (!input.is_string() && !input.is_array()) {
+      http::SendOpenAiError(*res, 400, "invalid_request_error",
+                            "'input' is required: a string or an array of input items", "",
+                            "input");
+      return;
+    }
+    const Json& prev = AnyOr(body, "previous_response_id");
+    if (!prev.is_null() && (!prev.is_string() || prev.get_ref<const std::string&>().empty())) {
+      http::SendOpenAiError(*res, 400, "invalid_request_error",
+                            "'previous_response_id' must be a response id", "",
+                            "previous_response_id");
+      return;
+    }
+    if (const Json& store = AnyOr(body, "store"); !store.is_null() && !store.is_boolean()) {
+      http::SendOpenAiError(*res, 400, "invalid_request_error", "'store' must be a boolean", "",
+                            "store");
+      return;
+    }
+  } else if (endpoint == Endpoint::kDetokenize) {
+    if (!AnyOr(body, "tokens").is_array()) {
+      http::SendOpenAiError(*res, 400, "invalid_request_error",
+                            "'tokens' is required: an array of token ids", "", "tokens");
+      return;
+    }
+  } else if (endpoint == Endpoint::kTokenize) {
+    if (!body.contains("prompt") && !body.contains("messages")) {
+      http::SendOpenAiError(*res, 400, "invalid_request_error",
+                            "'prompt' or 'messages' is required", "", "prompt");
       return;
     }
   } else if (!body.contains("prompt")) {
@@ -199,7 +319,29 @@ void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
   }
   if (caller.feature.empty()) caller.feature = std::string(req.Header("X-Feature"));
   caller.traceparent = std::string(req.Header("traceparent"));
+  if (endpoint == Endpoint::kResponses) {
+    if (!AnyOr(body, "previous_response_id").is_string()) {
+      return AdmitResponses(core, std::move(body), std::move(caller), std::move(res), arrival);
+    }
+    // Reading the previous response waits on the database: not on an I/O thread.
+    boost::asio::post(core->db_io, [core, body = std::move(body), caller = std::move(caller),
+                                    res = std::move(res), arrival]() mutable {
+      try {
+        AdmitResponses(core, std::move(body), std::move(caller), std::move(res), arrival);
+      } catch (const std::exception& e) {
+        log::Error("gateway: internal error admitting a Responses request: {}", e.what());
+        http::SendOpenAiError(*res, 500, "server_error", "internal error", "internal_error");
+      }
+    });
+    return;
+  }
+  Admit(core, endpoint, std::move(body), std::move(caller), std::move(res), arrival, nullptr);
+}
 
+void Admit(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint, Json body, Caller caller,
+           std::shared_ptr<http::Responder> res, Clock::time_point arrival,
+           std::shared_ptr<const ResponsesTurn> turn) {
+  auto model = body.find("model");
   const std::string prompt = PromptText(body, endpoint);
   RequestFacts facts;
   facts.model = model->get_ref<const std::string&>();
@@ -217,6 +359,9 @@ void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
                           "model_not_found", "model");
     return;
   }
+  // A cascade judges and re-sends chat and completions answers; the other
+  // endpoints are answered by the plan's first tier.
+  if (endpoint != Endpoint::kChat && endpoint != Endpoint::kCompletions) plan->tiers.resize(1);
   const std::string request_id =
       fmt::format("gw-{:x}-{}", core->created_unix, core->next_id.fetch_add(1) + 1);
   if (core->budgets) {
@@ -238,7 +383,7 @@ void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
       row.feature = caller.feature;
       row.tier = first.name;
       row.model = facts.model;
-      row.endpoint = endpoint == Endpoint::kChat ? "chat.completions" : "completions";
+      row.endpoint = EndpointName(endpoint);
       row.status = 429;
       row.outcome = "budget";
       row.stream = BoolOr(body, "stream", false);
@@ -265,7 +410,7 @@ void HandleGenerate(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint,
   core->active.fetch_add(1);
   auto pr = std::make_shared<ProxiedRequest>(core, std::move(res), endpoint, std::move(body),
                                              std::move(caller), std::move(*plan), affinity, arrival,
-                                             request_id);
+                                             request_id, std::move(turn));
   pr->Start();
 }
 
@@ -278,6 +423,50 @@ void HandleModels(const std::shared_ptr<GatewayCore>& core, http::Responder& res
                     {"owned_by", "brisk-gateway"}});
   }
   SendJson(res, 200, {{"object", "list"}, {"data", data}});
+}
+
+// GET / DELETE /v1/responses/{id} and GET /v1/responses/{id}/input_items, from
+// the shared store, for the caller's tenant. On a database thread.
+void ResponseById(const std::shared_ptr<GatewayCore>& core, const http::Request& req,
+                  http::Responder& res) {
+  const ApiKeyConfig* key = ResolveCaller(core->config.keys, req.Header("Authorization"));
+  const std::string tenant = key ? key->tenant : "";
+  constexpr std::string_view kPrefix = "/v1/responses/";
+  constexpr std::string_view kInputItems = "/input_items";
+  std::string id = req.path.substr(kPrefix.size());
+  const bool items = id.size() > kInputItems.size() && id.ends_with(kInputItems);
+  if (items) id.resize(id.size() - kInputItems.size());
+  auto unavailable = [&](const Status& st) {
+    http::SendOpenAiError(res, 503, "server_error",
+                          fmt::format("the stored responses cannot be read now: {}", st.message()),
+                          "store_unavailable");
+  };
+  const http::Headers json = {{"Content-Type", "application/json"}};
+  if (req.method == "DELETE") {
+    auto erased = core->responses->Erase(tenant, id);
+    if (!erased.ok()) return unavailable(erased.status());
+    if (!*erased) return http::SendOpenAiError(res, http::ResponseNotFound(id));
+    return res.Send(200, json, Json{{"id", id}, {"object", "response"}, {"deleted", true}}.dump());
+  }
+  std::optional<http::InputItemsQuery> query;
+  if (items) {
+    const size_t q = req.target.find('?');
+    auto parsed = http::ParseInputItemsQuery(
+        q == std::string::npos ? std::string_view() : std::string_view(req.target).substr(q + 1));
+    if (auto* e = std::get_if<http::OpenAiError>(&parsed)) return http::SendOpenAiError(res, *e);
+    query = std::get<http::InputItemsQuery>(parsed);
+  }
+  auto stored = core->responses->Get(tenant, id, UnixMs());
+  if (!stored.ok()) return unavailable(stored.status());
+  if (!stored->has_value()) return http::SendOpenAiError(res, http::ResponseNotFound(id));
+  if (!items) return res.Send(200, json, std::move((*stored)->response));
+  auto all = nlohmann::ordered_json::parse((*stored)->input_items, nullptr, false);
+  if (!all.is_array()) all = nlohmann::ordered_json::array();
+  auto page = http::InputItemsPage(all, *query);
+  if (auto* e = std::get_if<http::OpenAiError>(&page)) return http::SendOpenAiError(res, *e);
+  res.Send(
+      200, json,
+      std::get<nlohmann::ordered_json>(page).dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 // The caller's DataScope, or null after answering 401.
@@ -340,6 +529,17 @@ http::RouteTable Routes(const std::shared_ptr<GatewayCore>& core) {
       HandleGenerate(c, endpoint, std::move(req), std::move(res));
     });
   };
+  auto response_by_id = to([](const std::shared_ptr<GatewayCore>& c, http::Request&& req,
+                              std::shared_ptr<http::Responder> res) {
+    boost::asio::post(c->db_io, [c, req = std::move(req), res = std::move(res)] {
+      try {
+        ResponseById(c, req, *res);
+      } catch (const std::exception& e) {
+        log::Error("gateway: internal error reading a stored response: {}", e.what());
+        http::SendOpenAiError(*res, 500, "server_error", "internal error", "internal_error");
+      }
+    });
+  });
   auto models = to([](const std::shared_ptr<GatewayCore>& c, http::Request&&,
                       std::shared_ptr<http::Responder> res) { HandleModels(c, *res); });
   auto cost = to([](const std::shared_ptr<GatewayCore>& c, http::Request&& req,
@@ -378,6 +578,11 @@ http::RouteTable Routes(const std::shared_ptr<GatewayCore>& core) {
   http::RouteTable routes({
       {"/v1/chat/completions", {"POST"}, true, true, generate(Endpoint::kChat)},
       {"/v1/completions", {"POST"}, true, true, generate(Endpoint::kCompletions)},
+      {"/v1/responses", {"POST"}, true, true, generate(Endpoint::kResponses)},
+      {"/v1/responses/", {"GET", "DELETE"}, false, true, response_by_id},
+      {"/v1/responses/{}/input_items", {"GET"}, false, true, response_by_id},
+      {"/tokenize", {"POST"}, true, true, generate(Endpoint::kTokenize)},
+      {"/detokenize", {"POST"}, true, true, generate(Endpoint::kDetokenize)},
       {"/v1/models", {"GET", "HEAD"}, false, true, models},
       // Cost data takes a caller's key or the admin key; the handlers check it
       // (data_scope.h), so the header gate lets the admin key through.
@@ -474,6 +679,17 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
     core->tiers.push_back(std::move(tier));
   }
   core->rollouts = std::make_unique<RolloutManager>(core.get());
+  {
+    // The stored responses live in the ledger's database.
+    ASSIGN_OR_RETURN(auto db, OpenSqlDb(core->config.ledger.url));
+    const auto& rc = core->config.responses;
+    auto store = SharedResponseStore::Open(
+        std::move(db), {rc.max_entries, rc.max_bytes, static_cast<int64_t>(rc.ttl_s)});
+    if (!store.ok()) return store.status().WithContext("the Responses API's store");
+    core->responses = std::move(store).value();
+  }
+  core->db_work.emplace(core->db_io.get_executor());
+  for (int i = 0; i < 2; ++i) core->db_threads.emplace_back([c = core.get()] { c->db_io.run(); });
   RegisterGauges(core);
   for (int i = 0; i < 2; ++i) {
     core->upstream_threads.emplace_back([c = core.get()] { c->upstream_io.run(); });

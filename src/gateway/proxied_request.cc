@@ -3,13 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <charconv>
 #include <cmath>
 
 #include "gateway/budget.h"
 #include "gateway/dashboard.h"
 #include "gateway/json_fields.h"
+#include "gateway/shared_responses.h"
 #include "http/openai_error.h"
+#include "http/responses_items.h"
 #include "util/log.h"
 
 namespace brisk::gateway {
@@ -66,10 +69,33 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+const char* EndpointPath(Endpoint e) {
+  switch (e) {
+    case Endpoint::kChat: return "/v1/chat/completions";
+    case Endpoint::kCompletions: return "/v1/completions";
+    case Endpoint::kResponses: return "/v1/responses";
+    case Endpoint::kTokenize: return "/tokenize";
+    case Endpoint::kDetokenize: return "/detokenize";
+  }
+  return "";
+}
+
+const char* EndpointName(Endpoint e) {
+  switch (e) {
+    case Endpoint::kChat: return "chat.completions";
+    case Endpoint::kCompletions: return "completions";
+    case Endpoint::kResponses: return "responses";
+    case Endpoint::kTokenize: return "tokenize";
+    case Endpoint::kDetokenize: return "detokenize";
+  }
+  return "";
+}
+
 ProxiedRequest::ProxiedRequest(std::shared_ptr<GatewayCore> core,
                                std::shared_ptr<http::Responder> res, Endpoint endpoint, Json body,
                                Caller caller, RoutePlan plan, uint64_t affinity_key,
-                               Clock::time_point arrival, std::string request_id)
+                               Clock::time_point arrival, std::string request_id,
+                               std::shared_ptr<const ResponsesTurn> turn)
     : core_(std::move(core)),
       res_(std::move(res)),
       endpoint_(endpoint),
@@ -86,6 +112,7 @@ ProxiedRequest::ProxiedRequest(std::shared_ptr<GatewayCore> core,
       answer_check_(plan_.tiers.size() > 1 && core_->config.routing.cascade.escalate_on_invalid_json
                         ? AnswerCheck::FromRequest(body_)
                         : AnswerCheck()),
+      turn_(std::move(turn)),
       stages_(arrival, caller_.traceparent) {
   if (!answer_check_.skipped().empty()) {
     log::Debug("gateway: request {}: its schema is not checked ({}); only that the answer is JSON",
@@ -111,7 +138,14 @@ void ProxiedRequest::Start() {
 Json ProxiedRequest::UpstreamBody(bool stream) const {
   Json b = body_;
   b["model"] = Tier().Model();
+  if (endpoint_ == Endpoint::kTokenize || endpoint_ == Endpoint::kDetokenize) return b;
   if (shadow_seed_ >= 0) b["seed"] = shadow_seed_;
+  if (endpoint_ == Endpoint::kResponses) {
+    // The usage comes in response.completed; the gateway keeps the response.
+    b["stream"] = stream;
+    b["store"] = false;
+    return b;
+  }
   if (stream) {
     b["stream"] = true;
     Json& so = b["stream_options"];
@@ -178,7 +212,8 @@ void ProxiedRequest::TryNext() {
   ++tier_attempts_;
   ++total_attempts_;
   const int attempt = ++attempt_;
-  buffering_ = !client_stream_ || !LastTier();
+  buffering_ = !client_stream_ || !LastTier() || endpoint_ == Endpoint::kTokenize ||
+               endpoint_ == Endpoint::kDetokenize;
   head_ok_ = false;
   upstream_status_ = 0;
   upstream_headers_.clear();
@@ -186,7 +221,7 @@ void ProxiedRequest::TryNext() {
   rewriter_.reset();
 
   http::UpstreamRequest req;
-  req.path = endpoint_ == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
+  req.path = EndpointPath(endpoint_);
   req.headers = {{"Content-Type", "application/json"},
                  {"X-Request-Id", request_id_},
                  {"traceparent", stages_.UpstreamTraceparent()}};
@@ -241,7 +276,10 @@ void ProxiedRequest::OnHead(int attempt, int status, const http::Headers& header
   upstream_headers_ = headers;
   head_ok_ = true;
   stages_.UpstreamTiming(HeaderValue(headers, "server-timing"));
-  if (status == 200 && !buffering_) rewriter_ = std::make_unique<StreamRewriter>(wants_);
+  if (status == 200 && !buffering_) {
+    rewriter_ = endpoint_ == Endpoint::kResponses ? std::make_unique<StreamRewriter>(Patch())
+                                                  : std::make_unique<StreamRewriter>(wants_);
+  }
 }
 
 void ProxiedRequest::OnData(int attempt, std::string_view data) {
@@ -332,6 +370,7 @@ void ProxiedRequest::OnDone(int attempt, const Status& st) {
     finish_reason_ = rewriter_->facts().finish_reason;
     answer_text_ = rewriter_->facts().text;
     std::string tail = rewriter_->Finish(Annotation());
+    if (ShouldStore(rewriter_->final_response())) stored_response_ = *rewriter_->final_response();
     if (!client_started_) {
       client_started_ = true;
       answer_tier_ = tier.config->name;
@@ -380,7 +419,27 @@ void ProxiedRequest::OnBufferedAnswer() {
     return;
   }
   buffer_.clear();
-  const AnswerFacts facts = ReadAnswer(answer);
+  if (endpoint_ == Endpoint::kTokenize || endpoint_ == Endpoint::kDetokenize) {
+    answer_tier_ = tier.config->name;
+    answer_upstream_ = tier.names[replica_];
+    first_token_ = Clock::now();
+    auto res = res_;
+    auto self = shared_from_this();
+    client_started_ = true;
+    Finish(200, "completed",
+           [res, self, body = answer.dump(-1, ' ', false, Json::error_handler_t::replace)] {
+             res->Send(200,
+                       {{"Content-Type", "application/json"},
+                        {"X-Request-Id", self->request_id_},
+                        {"X-Brisk-Tier", self->answer_tier_},
+                        {"X-Brisk-Upstream", self->answer_upstream_},
+                        {"Server-Timing", self->FinishStages(200)}},
+                       body);
+           });
+    return;
+  }
+  const AnswerFacts facts =
+      endpoint_ == Endpoint::kResponses ? ReadResponseObject(answer) : ReadAnswer(answer);
   ChargeAttempt(facts);
   std::string why;
   if (!LastTier() && ShouldEscalate(facts, &why)) {
@@ -393,7 +452,12 @@ void ProxiedRequest::OnBufferedAnswer() {
   answer_upstream_ = tier.names[replica_];
   first_token_ = Clock::now();
   const CostAnnotation cost = Annotation();
-  AnnotateAnswer(&answer, cost, wants_.logprobs);
+  if (endpoint_ == Endpoint::kResponses) {
+    PatchResponse(&answer, Patch(), &cost);
+    if (ShouldStore(&answer)) stored_response_ = answer;
+  } else {
+    AnnotateAnswer(&answer, cost, wants_.logprobs);
+  }
   auto res = res_;
   http::Headers headers = {{"X-Request-Id", request_id_},
                            {"X-Brisk-Tier", answer_tier_},
@@ -506,7 +570,7 @@ void ProxiedRequest::Finish(int status, const std::string& outcome, std::functio
   row.upstream =
       answer_upstream_.empty() && replica_ >= 0 ? Tier().names[replica_] : answer_upstream_;
   row.model = StringOr(body_, "model", "");
-  row.endpoint = endpoint_ == Endpoint::kChat ? "chat.completions" : "completions";
+  row.endpoint = EndpointName(endpoint_);
   row.tokens = tokens_;
   row.cost_usd = cost_usd_;
   row.status = status;
@@ -535,7 +599,8 @@ void ProxiedRequest::Finish(int status, const std::string& outcome, std::functio
     if (ttft_ms >= 0) m.Ttft(tier_name)->Observe(ttft_ms / 1000);
     if (tpot_ms >= 0) m.Tpot(tier_name)->Observe(tpot_ms / 1000);
   }
-  if (outcome != "cancelled") RecordArm(status, ttft_ms, tpot_ms);
+  const bool generates = endpoint_ != Endpoint::kTokenize && endpoint_ != Endpoint::kDetokenize;
+  if (outcome != "cancelled" && generates) RecordArm(status, ttft_ms, tpot_ms);
   if (shadow_) {
     core_->rollouts->BaselineAnswer(shadow_, status == 200 && outcome == "completed", answer_text_);
   }
@@ -546,6 +611,54 @@ void ProxiedRequest::Finish(int status, const std::string& outcome, std::functio
   }
   if (core_->dashboard) core_->dashboard->Record(row);
   core_->active.fetch_sub(1);
+  if (stored_response_ && core_->responses) {
+    // The stored response is readable before the answer completes, so a
+    // follow-up sent the moment it arrives finds it (through any gateway).
+    // Off the upstream threads: the database may be slow or away.
+    auto record = std::make_shared<StoredResponseText>();
+    nlohmann::ordered_json conversation = turn_->history;
+    for (const auto& item : turn_->input_items) conversation.push_back(item);
+    const nlohmann::ordered_json response_o = nlohmann::ordered_json::parse(
+        stored_response_->dump(-1, ' ', false, Json::error_handler_t::replace), nullptr, false);
+    for (auto& item : http::OutputAsInput(response_o.value("output", nlohmann::ordered_json())))
+      conversation.push_back(std::move(item));
+    record->response = stored_response_->dump(-1, ' ', false, Json::error_handler_t::replace);
+    record->input_items = turn_->input_items.dump(-1, ' ', false, Json::error_handler_t::replace);
+    record->conversation = conversation.dump(-1, ' ', false, Json::error_handler_t::replace);
+    const std::string response_id = StringOr(*stored_response_, "id", "");
+    boost::asio::post(core_->db_io, [self = shared_from_this(), record, response_id,
+                                     row = std::move(row), respond = std::move(respond)]() mutable {
+      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+      Status st = self->core_->responses->Put(self->caller_.tenant, response_id, *record, now_ms);
+      if (!st.ok()) {
+        self->core_->metrics->StoreErrors()->Inc();
+        log::Error("gateway: response {} of request {} not stored: {}", response_id,
+                   self->request_id_, st.message());
+      }
+      self->WriteLedgerRow(std::move(row), std::move(respond));
+    });
+    return;
+  }
+  WriteLedgerRow(std::move(row), std::move(respond));
+}
+
+ResponsePatch ProxiedRequest::Patch() const {
+  ResponsePatch p;
+  if (turn_) {
+    p.store = turn_->store;
+    p.previous_response_id = turn_->previous_response_id;
+  }
+  return p;
+}
+
+bool ProxiedRequest::ShouldStore(const Json* response) const {
+  return turn_ && turn_->store && response != nullptr && response->is_object() &&
+         !StringOr(*response, "id", "").empty();
+}
+
+void ProxiedRequest::WriteLedgerRow(LedgerRow row, std::function<void()> respond) {
   const std::string id = request_id_;
   // The access line waits for the answer: its stages end when respond() ran.
   AccessLogRecord access = AccessRecordOf(row);
@@ -572,9 +685,7 @@ http::Headers ProxiedRequest::StreamHeaders() {
 
 std::string ProxiedRequest::FinishStages(int status) {
   stages_.Finish(Clock::now());
-  stages_.Record(
-      *core_, endpoint_ == Endpoint::kChat ? "POST /v1/chat/completions" : "POST /v1/completions",
-      status);
+  stages_.Record(*core_, fmt::format("POST {}", EndpointPath(endpoint_)), status);
   return stages_.FinishedValue();
 }
 

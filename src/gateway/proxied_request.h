@@ -35,7 +35,21 @@ struct Caller {
   std::string traceparent;  // the client's W3C traceparent header ("" if none)
 };
 
-enum class Endpoint { kChat, kCompletions };
+enum class Endpoint { kChat, kCompletions, kResponses, kTokenize, kDetokenize };
+
+// The upstream path ("/v1/chat/completions", ...), the ledger's endpoint
+// name ("chat.completions", "responses", "tokenize", ...).
+const char* EndpointPath(Endpoint e);
+const char* EndpointName(Endpoint e);
+
+// A Responses API request's conversation (gateway/shared_responses.h): what
+// the request continues and what is stored once it is answered.
+struct ResponsesTurn {
+  bool store = true;                 // the client's `store` (default true)
+  std::string previous_response_id;  // "" = none
+  nlohmann::ordered_json history = nlohmann::ordered_json::array();      // the stored conversation
+  nlohmann::ordered_json input_items = nlohmann::ordered_json::array();  // this input, with ids
+};
 
 class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
  public:
@@ -43,7 +57,7 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
   ProxiedRequest(std::shared_ptr<GatewayCore> core, std::shared_ptr<http::Responder> res,
                  Endpoint endpoint, nlohmann::json body, Caller caller, RoutePlan plan,
                  uint64_t affinity_key, std::chrono::steady_clock::time_point arrival,
-                 std::string request_id);
+                 std::string request_id, std::shared_ptr<const ResponsesTurn> turn = nullptr);
   void Start();
 
  private:
@@ -68,8 +82,13 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
   nlohmann::json UpstreamBody(bool stream) const;
   bool LastTier() const { return tier_pos_ + 1 >= static_cast<int>(plan_.tiers.size()); }
   TierRuntime& Tier() const;
-  // Ends the request: the ledger row, then `respond` once it is durable.
+  // Ends the request: the stored response (Responses API, `store`), the
+  // ledger row, then `respond` once both are durable.
   void Finish(int status, const std::string& outcome, std::function<void()> respond);
+  void WriteLedgerRow(LedgerRow row, std::function<void()> respond);
+  ResponsePatch Patch() const;
+  // Whether the response object `response` is to be stored, and its record.
+  bool ShouldStore(const nlohmann::json* response) const;
   void SendError(int status, std::string_view type, std::string_view message, std::string_view code,
                  http::Headers extra = {});
   CostAnnotation Annotation() const;
@@ -93,6 +112,8 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
   const bool client_stream_;
   const ClientWants wants_;
   const AnswerCheck answer_check_;  // the response_format test a cascade tier's answer must pass
+  const std::shared_ptr<const ResponsesTurn> turn_;  // kResponses only
+  std::optional<nlohmann::json> stored_response_;    // the answer to store (kResponses)
 
   // Recursive: an upstream client may call back from inside Send().
   std::recursive_mutex mu_;

@@ -23,6 +23,8 @@ void ProxiedRequest::EnterTier() {
   // Shadow only the tier whose answer the caller gets (the last of a
   // cascade), so the pair compares what a caller would have seen.
   if (!arm_.shadow || !LastTier()) return;
+  // Shadow pairs compare chat and completions answers (judge.h).
+  if (endpoint_ != Endpoint::kChat && endpoint_ != Endpoint::kCompletions) return;
   if (!body_.contains("seed")) {  // the same seed on both sides: a paired comparison
     shadow_seed_ = static_cast<int64_t>(std::hash<std::string>{}(request_id_)&0x7fffffff);
   }

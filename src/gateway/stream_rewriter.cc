@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "gateway/json_fields.h"
 
 namespace brisk::gateway {
@@ -42,6 +44,51 @@ void AnnotateAnswer(Json* body, const CostAnnotation& cost, bool keep_logprobs) 
   }
 }
 
+void PatchResponse(Json* response, const ResponsePatch& patch, const CostAnnotation* cost) {
+  if (!response->is_object()) return;
+  (*response)["store"] = patch.store;
+  (*response)["previous_response_id"] =
+      patch.previous_response_id.empty() ? Json(nullptr) : Json(patch.previous_response_id);
+  if (cost != nullptr) AddCost(&(*response)["usage"], *cost);
+}
+
+AnswerFacts ReadResponseObject(const Json& response) {
+  AnswerFacts f;
+  if (!response.is_object()) return f;
+  if (const Json* usage = Find(response, "usage"); usage != nullptr && usage->is_object()) {
+    f.usage_seen = true;
+    f.tokens.prompt = IntOr(*usage, "input_tokens", 0);
+    f.tokens.output = IntOr(*usage, "output_tokens", 0);
+    if (const Json* d = Find(*usage, "input_tokens_details")) {
+      f.tokens.cached = std::min(IntOr(*d, "cached_tokens", 0), f.tokens.prompt);
+    }
+  }
+  const std::string status = StringOr(response, "status", "");
+  if (status == "completed") {
+    f.finish_reason = "stop";
+  } else if (status == "incomplete") {
+    const Json* d = Find(response, "incomplete_details");
+    f.finish_reason =
+        d != nullptr && StringOr(*d, "reason", "") == "max_output_tokens" ? "length" : "incomplete";
+  } else if (!status.empty()) {
+    f.finish_reason = status;
+  }
+  if (const Json* e = Find(response, "error")) f.error = *e;
+  if (const Json* output = Find(response, "output"); output != nullptr && output->is_array()) {
+    for (const Json& item : *output) {
+      if (StringOr(item, "type", "") == "function_call") ++f.content_chunks;
+      if (StringOr(item, "type", "") != "message") continue;
+      const Json* content = Find(item, "content");
+      if (content == nullptr || !content->is_array()) continue;
+      for (const Json& part : *content) {
+        if (StringOr(part, "type", "") == "output_text") f.text += StringOr(part, "text", "");
+      }
+    }
+  }
+  if (!f.text.empty()) ++f.content_chunks;
+  return f;
+}
+
 bool StreamRewriter::Feed(std::string_view bytes, std::string* out) {
   events_.clear();
   parser_.Feed(bytes, &events_);
@@ -52,7 +99,45 @@ bool StreamRewriter::Feed(std::string_view bytes, std::string* out) {
   return done_;
 }
 
+void StreamRewriter::ResponsesEvent(const http::SseEvent& ev, std::string* out) {
+  Json j = Json::parse(ev.data, nullptr, false);
+  const std::string event_line = ev.event.empty() ? "" : fmt::format("event: {}\n", ev.event);
+  if (j.is_discarded() || !j.is_object()) {
+    out->append(fmt::format("{}data: {}\n\n", event_line, ev.data));
+    started_ = true;
+    return;
+  }
+  const std::string type = StringOr(j, "type", ev.event);
+  if (type == "response.output_text.delta" || type == "response.reasoning_text.delta" ||
+      type == "response.function_call_arguments.delta") {
+    ++facts_.content_chunks;
+    if (type == "response.output_text.delta" && facts_.text.size() < (size_t{1} << 20)) {
+      facts_.text += StringOr(j, "delta", "");
+    }
+  } else if (type == "error") {
+    facts_.error = j;
+  }
+  if (auto r = j.find("response"); r != j.end() && r->is_object()) {
+    PatchResponse(&*r, patch_, nullptr);
+    if (type == "response.completed" || type == "response.incomplete" ||
+        type == "response.failed") {
+      const int64_t chunks = facts_.content_chunks;
+      const std::string text = std::move(facts_.text);
+      facts_ = ReadResponseObject(*r);
+      facts_.content_chunks = std::max(chunks, facts_.content_chunks);
+      if (facts_.text.empty()) facts_.text = text;
+      final_event_ = std::move(j);
+      final_event_name_ = ev.event.empty() ? type : ev.event;
+      return;
+    }
+  }
+  out->append(fmt::format("{}data: {}\n\n", event_line,
+                          j.dump(-1, ' ', false, Json::error_handler_t::replace)));
+  started_ = true;
+}
+
 void StreamRewriter::Event(const http::SseEvent& ev, std::string* out) {
+  if (responses_) return ResponsesEvent(ev, out);
   if (ev.data == "[DONE]") {
     done_ = true;
     return;
@@ -96,6 +181,14 @@ std::string StreamRewriter::Finish(const CostAnnotation& cost) {
   std::string out;
   for (const http::SseEvent& ev : rest) {
     if (!done_) Event(ev, &out);
+  }
+  if (responses_) {
+    if (final_event_) {
+      PatchResponse(&(*final_event_)["response"], patch_, &cost);
+      out += fmt::format("event: {}\ndata: {}\n\n", final_event_name_,
+                         final_event_->dump(-1, ' ', false, Json::error_handler_t::replace));
+    }
+    return out;
   }
   if (final_usage_chunk_ && wants_.include_usage) {
     AddCost(&(*final_usage_chunk_)["usage"], cost);

@@ -40,9 +40,29 @@ struct CostAnnotation {
   int escalations = 0;
 };
 
+// What the gateway sets in a Responses API object that the engine could not
+// know: the engine was sent the whole conversation, with store false.
+struct ResponsePatch {
+  bool store = false;
+  std::string previous_response_id;  // "" = null
+};
+
+// Sets `patch`'s fields in a response object and, with `cost`, adds the
+// gateway's cost fields to its usage.
+void PatchResponse(nlohmann::json* response, const ResponsePatch& patch,
+                   const CostAnnotation* cost);
+// Reads a response object's usage (input_tokens, its cached_tokens,
+// output_tokens), its ending ("stop", or "length" for max_output_tokens) and
+// the text of its message items.
+AnswerFacts ReadResponseObject(const nlohmann::json& response);
+
 class StreamRewriter {
  public:
   explicit StreamRewriter(ClientWants wants) : wants_(wants) {}
+  // A Responses API stream: every event passes (its response object patched),
+  // the final one (response.completed, .incomplete or .failed) is held for
+  // Finish(), which adds the cost to its usage; no "[DONE]".
+  explicit StreamRewriter(ResponsePatch patch) : responses_(true), patch_(std::move(patch)) {}
 
   // Feeds upstream bytes; appends the SSE text to forward now to `out`.
   // Returns true once the upstream sent "data: [DONE]" (not forwarded: call
@@ -56,9 +76,15 @@ class StreamRewriter {
   // True once an event that reaches the client was produced (retries are no
   // longer allowed after that).
   bool started() const { return started_; }
+  // A Responses stream's final response object once Finish() ran (patched,
+  // with cost), or null.
+  const nlohmann::json* final_response() const {
+    return final_event_ ? &(*final_event_)["response"] : nullptr;
+  }
 
  private:
   void Event(const http::SseEvent& ev, std::string* out);
+  void ResponsesEvent(const http::SseEvent& ev, std::string* out);
 
   ClientWants wants_;
   http::SseParser parser_;
@@ -67,6 +93,10 @@ class StreamRewriter {
   std::optional<nlohmann::json> final_usage_chunk_;
   bool done_ = false;
   bool started_ = false;
+  const bool responses_ = false;
+  const ResponsePatch patch_;
+  std::optional<nlohmann::json> final_event_;  // Responses: the held final event
+  std::string final_event_name_;
 };
 
 // Adds the gateway's cost fields to body["usage"] and, when the client did

@@ -183,6 +183,71 @@ TEST(AnswerAsStream, ReplaysAWholeAnswerAsChunks) {
   EXPECT_EQ(tev[0]["choices"][0]["text"], "abc");
 }
 
+std::string ResponsesEvent(const std::string& type, Json fields) {
+  fields["type"] = type;
+  return "event: " + type + "\ndata: " + fields.dump() + "\n\n";
+}
+
+Json ResponseObject(const char* status) {
+  return {{"id", "resp_1"},
+          {"object", "response"},
+          {"status", status},
+          {"store", false},
+          {"previous_response_id", nullptr},
+          {"output",
+           {{{"type", "message"},
+             {"id", "msg_1"},
+             {"role", "assistant"},
+             {"content", {{{"type", "output_text"}, {"text", "Hi there"}}}}}}},
+          {"usage",
+           {{"input_tokens", 20},
+            {"input_tokens_details", {{"cached_tokens", 8}}},
+            {"output_tokens", 3}}}};
+}
+
+TEST(StreamRewriter, ResponsesEventsArePatchedAndTheFinalOneHeld) {
+  StreamRewriter rw(ResponsePatch{true, "resp_0"});
+  std::string out;
+  const std::string stream =
+      ResponsesEvent("response.created", {{"response", ResponseObject("in_progress")}}) +
+      ResponsesEvent("response.output_text.delta", {{"delta", "Hi"}}) +
+      ResponsesEvent("response.output_text.delta", {{"delta", " there"}}) +
+      ResponsesEvent("response.completed", {{"response", ResponseObject("completed")}});
+  // Fed in two pieces cut inside an event.
+  EXPECT_FALSE(rw.Feed(stream.substr(0, 70), &out));
+  EXPECT_FALSE(rw.Feed(stream.substr(70), &out));
+  EXPECT_TRUE(rw.started());
+  EXPECT_EQ(out.find("response.completed"), std::string::npos);  // held
+  EXPECT_NE(out.find(R"("previous_response_id":"resp_0")"), std::string::npos);
+  EXPECT_NE(out.find(R"("store":true)"), std::string::npos);
+  EXPECT_EQ(rw.facts().content_chunks, 2);
+  EXPECT_EQ(rw.facts().tokens.prompt, 20);
+  EXPECT_EQ(rw.facts().tokens.cached, 8);
+  EXPECT_EQ(rw.facts().tokens.output, 3);
+  EXPECT_EQ(rw.facts().finish_reason, "stop");
+  EXPECT_EQ(rw.facts().text, "Hi there");
+  const std::string tail = rw.Finish({0.5, "small", 0});
+  EXPECT_TRUE(tail.starts_with("event: response.completed\ndata: ")) << tail;
+  EXPECT_EQ(tail.find("[DONE]"), std::string::npos);
+  ASSERT_NE(rw.final_response(), nullptr);
+  EXPECT_EQ((*rw.final_response())["usage"]["cost_usd"], 0.5);
+  EXPECT_EQ((*rw.final_response())["previous_response_id"], "resp_0");
+}
+
+TEST(ReadResponseObject, IncompleteIsLengthAndNoUsageIsNotSeen) {
+  Json r = ResponseObject("incomplete");
+  r["incomplete_details"] = {{"reason", "max_output_tokens"}};
+  AnswerFacts f = ReadResponseObject(r);
+  EXPECT_EQ(f.finish_reason, "length");
+  EXPECT_TRUE(f.usage_seen);
+  r.erase("usage");
+  EXPECT_FALSE(ReadResponseObject(r).usage_seen);
+  EXPECT_FALSE(ReadResponseObject(Json("garbage")).usage_seen);
+  Json patched = Json::array();
+  PatchResponse(&patched, {}, nullptr);  // not an object: left alone
+  EXPECT_TRUE(patched.is_array());
+}
+
 TEST(CostUsd, PricesEachKindOfToken) {
   Prices p{1.0, 0.1, 4.0};
   EXPECT_DOUBLE_EQ(CostUsd(p, TokenCounts{1000000, 0, 0}), 1.0);

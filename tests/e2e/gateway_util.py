@@ -95,6 +95,15 @@ class Postgres:
                         str(self.dir)], capture_output=True, timeout=60)
 
 
+def pg_rows(url, sql):
+    """Rows of a query as lists of strings (psql, from the postgresql client)."""
+    out = subprocess.run(["psql", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", url, "-c", sql],
+                         capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError(f"psql failed: {out.stderr}")
+    return [line.split("\t") for line in out.stdout.splitlines() if line]
+
+
 def pg_available():
     return subprocess.run(["bash", str(REPO / "scripts" / "pg_test_server.sh"), "bindir"],
                           capture_output=True).returncode == 0

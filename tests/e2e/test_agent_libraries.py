@@ -5,8 +5,8 @@ LangChain's ChatOpenAI (with_structured_output, bind_tools), pydantic-ai
 (typed output, with and without a tool) and instructor (tools, JSON-schema and
 Responses-tools modes). A 135M model's wording is not the point: each test
 checks the protocol (the calls made, finish reasons, what parses into the
-typed output). The gateway serves chat, not the Responses API, so the
-Responses cases run against `brisk serve` only."""
+typed output). Both the chat and the Responses cases run against `brisk serve` and
+through `brisk gateway` (which keeps the stored responses itself)."""
 import asyncio
 import importlib
 import signal
@@ -78,10 +78,9 @@ def agent_client(url):
 
 
 @pytest.mark.parametrize("tool_choice", ["required", "auto"])
-def test_openai_agents_on_the_responses_model(brisk_server, tool_choice):
+def test_openai_agents_on_the_responses_model(base_url, tool_choice):
     from agents import OpenAIResponsesModel
-    model = OpenAIResponsesModel(model=MODEL_ID,
-                                 openai_client=agent_client(brisk_server.url + "/v1"))
+    model = OpenAIResponsesModel(model=MODEL_ID, openai_client=agent_client(base_url))
     result = run_agent(model, tool_choice)
     assert isinstance(result.final_output, Weather)
     called = [i for i in result.new_items if i.type == "tool_call_item"]
@@ -138,8 +137,8 @@ def test_langchain_bind_tools(base_url):
     assert total.tool_calls[0]["name"] == "get_weather"
 
 
-def test_langchain_on_the_responses_api(brisk_server):
-    llm = chat_openai(brisk_server.url + "/v1", use_responses_api=True)
+def test_langchain_on_the_responses_api(base_url):
+    llm = chat_openai(base_url, use_responses_api=True)
     out = llm.with_structured_output(Weather, method="json_schema").invoke(
         "The weather in Paris as JSON with keys city and weather.")
     assert isinstance(out, Weather)
@@ -158,7 +157,8 @@ def pydantic_model(kind, url):
 
 
 def pydantic_cases():
-    return [("chat", "serve"), ("chat", "gateway"), ("responses", "serve")]
+    return [("chat", "serve"), ("chat", "gateway"), ("responses", "serve"),
+            ("responses", "gateway")]
 
 
 @pytest.fixture(params=pydantic_cases(), ids=lambda p: f"{p[0]}-{p[1]}")
@@ -223,8 +223,8 @@ def test_instructor_chat_modes(base_url, mode):
     assert isinstance(w, Weather)
 
 
-def test_instructor_responses_tools_mode(brisk_server):
-    client = instructor_client(brisk_server.url + "/v1", instructor.Mode.RESPONSES_TOOLS)
+def test_instructor_responses_tools_mode(base_url):
+    client = instructor_client(base_url, instructor.Mode.RESPONSES_TOOLS)
     w = client.responses.create(model=MODEL_ID, response_model=Weather, max_output_tokens=120,
                                 temperature=0, max_retries=0, input="The weather in Paris?")
     assert isinstance(w, Weather)

@@ -1,0 +1,49 @@
+// One connection to the database that holds the gateway's shared state
+// (stored responses of the Responses API; the cost ledger has its own
+// stores, ledger_store.h): SQLite for a single gateway, PostgreSQL for any
+// number of them. A statement is written once, with $1..$N placeholders,
+// and runs on both; values are always bound, never pasted into the text.
+//
+// Thread-safe: one connection behind a mutex (statements are short). On
+// PostgreSQL a connection found broken is re-opened, and a statement that
+// failed because the connection broke under it is run once more on the new
+// one, so statements must be idempotent (upserts, deletes, reads).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "util/status.h"
+
+namespace brisk::gateway {
+
+using SqlValue = std::variant<std::string, int64_t, double>;
+
+struct SqlRows {
+  std::vector<std::vector<std::string>> rows;  // text of each column; NULL reads as ""
+  int64_t changed = 0;                         // rows an INSERT/UPDATE/DELETE touched
+};
+
+class SqlDb {
+ public:
+  virtual ~SqlDb() = default;
+  virtual Expected<SqlRows> Run(std::string_view sql, std::span<const SqlValue> params = {}) = 0;
+  Expected<SqlRows> Run(std::string_view sql, std::initializer_list<SqlValue> params) {
+    return Run(sql, std::span<const SqlValue>(params.begin(), params.size()));
+  }
+  virtual bool postgres() const = 0;
+};
+
+// The ledger's URL forms (ledger.h OpenLedger): a plain path or sqlite://
+// (SQLite, WAL, synchronous=FULL, the file created if missing) or
+// postgresql:// / postgres:// (libpq). PostgreSQL is connected to at once;
+// an unreachable server is an error here, a later outage is an error of the
+// statements run during it (kUnavailable).
+Expected<std::unique_ptr<SqlDb>> OpenSqlDb(const std::string& url);
+
+}  // namespace brisk::gateway
