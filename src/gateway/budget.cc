@@ -3,15 +3,85 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "gateway/utc_time.h"
+#include "http/responses_items.h"
+#include "util/log.h"
 
 namespace brisk::gateway {
 namespace {
 
+constexpr size_t kMaxPendingSettlements = 100'000;
+constexpr int64_t kSweepReservationsEveryMs = 60'000;
+
+// One statement each (libpq runs one per call); the same text on SQLite and PostgreSQL.
+constexpr const char* kCreateBudgetWindows = R"sql(
+CREATE TABLE IF NOT EXISTS brisk_budget_windows (
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  period TEXT NOT NULL,
+  window_start_ms BIGINT NOT NULL,
+  spent_usd DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (kind, name, period, window_start_ms)
+))sql";
+constexpr const char* kCreateBudgetReservations = R"sql(
+CREATE TABLE IF NOT EXISTS brisk_budget_reservations (
+  id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  period TEXT NOT NULL,
+  window_start_ms BIGINT NOT NULL,
+  usd DOUBLE PRECISION NOT NULL,
+  expires_ms BIGINT NOT NULL,
+  PRIMARY KEY (id, kind, period)
+))sql";
+constexpr const char* kCreateReservationsIndex =
+    "CREATE INDEX IF NOT EXISTS brisk_budget_reservations_window ON brisk_budget_reservations "
+    "(kind, name, period, window_start_ms)";
+constexpr const char* kBudgetSchemaLock = "SELECT pg_advisory_lock(7161726976)";
+constexpr const char* kBudgetSchemaUnlock = "SELECT pg_advisory_unlock(7161726976)";
+
+// A window's row, its spend so far read from the ledger, unless it exists.
+// `column` is api_key_name or feature.
+std::string SeedWindowSql(const char* column) {
+  return fmt::format(R"sql(
+INSERT INTO brisk_budget_windows (kind, name, period, window_start_ms, spent_usd)
+SELECT CAST($1 AS TEXT), CAST($2 AS TEXT), CAST($3 AS TEXT), CAST($4 AS BIGINT),
+       COALESCE(SUM(cost_usd), 0)
+FROM brisk_ledger WHERE {} = $2 AND time_unix_ms >= $4 AND NOT shadow
+ON CONFLICT (kind, name, period, window_start_ms) DO NOTHING)sql",
+                     column);
+}
+
+constexpr const char* kWindowState = R"sql(
+SELECT w.spent_usd,
+       (SELECT COALESCE(SUM(r.usd), 0) FROM brisk_budget_reservations r
+        WHERE r.kind = w.kind AND r.name = w.name AND r.period = w.period
+          AND r.window_start_ms = w.window_start_ms AND r.expires_ms > $5)
+FROM brisk_budget_windows w
+WHERE w.kind = $1 AND w.name = $2 AND w.period = $3 AND w.window_start_ms = $4)sql";
+
+constexpr const char* kInsertReservation = R"sql(
+INSERT INTO brisk_budget_reservations (id, kind, name, period, window_start_ms, usd, expires_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7))sql";
+constexpr const char* kDropReservation =
+    "DELETE FROM brisk_budget_reservations WHERE id = $1 AND kind = $2 AND period = $3";
+constexpr const char* kAddSpend = R"sql(
+UPDATE brisk_budget_windows SET spent_usd = spent_usd + $5
+WHERE kind = $1 AND name = $2 AND period = $3 AND window_start_ms = $4)sql";
+constexpr const char* kSweepReservations =
+    "DELETE FROM brisk_budget_reservations WHERE expires_ms <= $1";
+
 int64_t UnixMs(Budgets::Time t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+double ParseDouble(const std::string& s) {
+  double v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
 }
 
 // The stricter of two limits, 0 meaning none.
@@ -30,134 +100,226 @@ std::string Usd(double v) {
   return s;
 }
 
+struct WindowKey {
+  const char* period;  // "day" | "month"
+  int64_t start_ms, end_ms;
+  double limit_usd;
+};
+
+std::vector<WindowKey> WindowsAt(double daily, double monthly, int64_t t_ms) {
+  std::vector<WindowKey> w;
+  if (daily > 0) w.push_back({"day", UtcDayStartMs(t_ms), UtcNextDayStartMs(t_ms), daily});
+  if (monthly > 0) {
+    w.push_back({"month", UtcMonthStartMs(t_ms), UtcNextMonthStartMs(t_ms), monthly});
+  }
+  return w;
+}
+
+const char* KindName(bool is_feature) { return is_feature ? "feature" : "key"; }
+
+// spent and reserved of one window, its row created (from the ledger) if missing.
+Expected<std::pair<double, double>> WindowState(SqlTx& tx, bool is_feature, const std::string& name,
+                                                const WindowKey& w, int64_t now_ms, bool lock) {
+  const char* kind = KindName(is_feature);
+  RETURN_IF_ERROR(tx.Run(SeedWindowSql(is_feature ? "feature" : "api_key_name"),
+                         {kind, name, w.period, w.start_ms})
+                      .status());
+  ASSIGN_OR_RETURN(SqlRows r, tx.Run(std::string(kWindowState) + (lock ? tx.ForUpdate() : ""),
+                                     {kind, name, w.period, w.start_ms, now_ms}));
+  if (r.rows.empty()) return Internal("budget window {} '{}' {} vanished", kind, name, w.period);
+  return std::pair<double, double>{ParseDouble(r.rows[0][0]), ParseDouble(r.rows[0][1])};
+}
+
 }  // namespace
 
-Budgets::Budgets(const std::vector<BudgetConfig>& configs) {
+Expected<std::unique_ptr<Budgets>> Budgets::Open(const std::vector<BudgetConfig>& configs,
+                                                 std::unique_ptr<SqlDb> db, Options options) {
+  const bool pg = db->postgres();
+  if (pg) RETURN_IF_ERROR(db->Run(kBudgetSchemaLock).status());
+  Status st = Status::Ok();
+  for (const char* sql :
+       {kCreateBudgetWindows, kCreateBudgetReservations, kCreateReservationsIndex}) {
+    if (st.ok()) st = db->Run(sql).status();
+  }
+  if (pg) (void)db->Run(kBudgetSchemaUnlock);
+  if (!st.ok()) return st.WithContext("creating the budget tables");
+  std::unique_ptr<Budgets> b(new Budgets(std::move(db), options));
   for (const BudgetConfig& c : configs) {
     const bool is_feature = c.key.empty();
-    Subject& s = (is_feature ? features_ : keys_)[is_feature ? c.feature : c.key];
-    s.day.limit_usd = Stricter(s.day.limit_usd, c.daily_usd);
-    s.month.limit_usd = Stricter(s.month.limit_usd, c.monthly_usd);
+    Limits& l = b->limits_[{is_feature, is_feature ? c.feature : c.key}];
+    l.daily_usd = Stricter(l.daily_usd, c.daily_usd);
+    l.monthly_usd = Stricter(l.monthly_usd, c.monthly_usd);
   }
+  return b;
 }
 
-void Budgets::Roll(Subject* s, int64_t now_ms) {
-  if (now_ms >= s->day.end_ms) {
-    s->day.start_ms = UtcDayStartMs(now_ms);
-    s->day.end_ms = UtcNextDayStartMs(now_ms);
-    s->day.spent_usd = 0;
-  }
-  if (now_ms >= s->month.end_ms) {
-    s->month.start_ms = UtcMonthStartMs(now_ms);
-    s->month.end_ms = UtcNextMonthStartMs(now_ms);
-    s->month.spent_usd = 0;
-  }
-}
-
-Budgets::Subject* Budgets::Find(Subjects& subjects, std::string_view name) {
+const Budgets::Limits* Budgets::Find(bool is_feature, std::string_view name) const {
   if (name.empty()) return nullptr;
-  auto it = subjects.find(name);
-  return it == subjects.end() ? nullptr : &it->second;
+  auto it = limits_.find(std::pair<bool, std::string>(is_feature, std::string(name)));
+  return it == limits_.end() ? nullptr : &it->second;
 }
 
-Status Budgets::Load(Ledger& ledger, Time now) {
-  const int64_t now_ms = UnixMs(now);
-  std::lock_guard lock(mu_);
-  for (bool is_feature : {false, true}) {
-    for (auto& [name, s] : is_feature ? features_ : keys_) {
-      Roll(&s, now_ms);
-      for (Window* w : {&s.day, &s.month}) {
-        if (w->limit_usd <= 0) continue;
-        Expected<double> spent = ledger.SpendSince(name, is_feature, w->start_ms);
-        if (!spent.ok()) {
-          return spent.status().WithContext(fmt::format("reading the spend of {} '{}'",
-                                                        is_feature ? "feature" : "API key", name));
-        }
-        w->spent_usd = *spent;
-      }
-    }
-  }
-  return Status::Ok();
-}
-
-Status Budgets::Check(std::string_view key_name, std::string_view feature, double estimate_usd,
-                      Time now) {
+Expected<Budgets::Reservation> Budgets::Reserve(std::string_view key_name, std::string_view feature,
+                                                double estimate_usd, Time now) {
   if (!std::isfinite(estimate_usd) || estimate_usd < 0) estimate_usd = 0;
   const int64_t now_ms = UnixMs(now);
-  std::lock_guard lock(mu_);
-  for (bool is_feature : {false, true}) {
-    const std::string_view name = is_feature ? feature : key_name;
-    Subject* s = Find(is_feature ? features_ : keys_, name);
-    if (!s) continue;
-    Roll(s, now_ms);
-    for (bool daily : {true, false}) {
-      const Window& w = daily ? s->day : s->month;
-      if (w.limit_usd <= 0) continue;
-      const bool reached = w.spent_usd >= w.limit_usd;
-      if (!reached && w.spent_usd + estimate_usd <= w.limit_usd) continue;
-      const std::string what =
-          fmt::format("{} '{}' {} budget {}", is_feature ? "feature" : "API key", name,
-                      daily ? "daily" : "monthly", Usd(w.limit_usd));
-      const std::string resets = FormatRfc3339Ms(w.end_ms);
-      if (reached) {
-        return ResourceExhausted("{} reached: spent {} (resets at {})", what, Usd(w.spent_usd),
-                                 resets);
+  RetryPending();
+  std::vector<std::pair<bool, std::string>> subjects;
+  if (Find(false, key_name)) subjects.emplace_back(false, std::string(key_name));
+  if (Find(true, feature)) subjects.emplace_back(true, std::string(feature));
+  Reservation res;
+  if (subjects.empty()) return res;
+  res.id = http::RandomItemId("bud_");
+  res.estimate_usd = estimate_usd;
+  const int64_t expires_ms = now_ms + static_cast<int64_t>(options_.reservation_ttl_s * 1000);
+  Status refusal = Status::Ok();
+  Status st = db_->Transaction([&](SqlTx& tx) -> Status {
+    refusal = Status::Ok();
+    // Key before feature, day before month: every gateway locks in one order.
+    for (const auto& [is_feature, name] : subjects) {
+      const Limits& l = *Find(is_feature, name);
+      for (const WindowKey& w : WindowsAt(l.daily_usd, l.monthly_usd, now_ms)) {
+        ASSIGN_OR_RETURN(auto state, WindowState(tx, is_feature, name, w, now_ms, true));
+        const auto [spent, reserved] = state;
+        const bool reached = spent >= w.limit_usd;
+        if (!reached && spent + reserved + estimate_usd <= w.limit_usd) continue;
+        const std::string what = fmt::format(
+            "{} '{}' {} budget {}", is_feature ? "feature" : "API key", name,
+            w.period == std::string_view("day") ? "daily" : "monthly", Usd(w.limit_usd));
+        const std::string resets = FormatRfc3339Ms(w.end_ms);
+        const std::string in_flight =
+            reserved > 0 ? fmt::format(" (and {} reserved by requests in flight)", Usd(reserved))
+                         : "";
+        refusal = reached ? ResourceExhausted("{} reached: spent {}{} (resets at {})", what,
+                                              Usd(spent), in_flight, resets)
+                          : ResourceExhausted(
+                                "{} would be exceeded: spent {}{}, this request is estimated at {} "
+                                "(resets at {})",
+                                what, Usd(spent), in_flight, Usd(estimate_usd), resets);
+        return refusal;  // rolls back: nothing reserved
       }
-      return ResourceExhausted(
-          "{} would be exceeded: spent {}, this request is estimated at {} (resets at {})", what,
-          Usd(w.spent_usd), Usd(estimate_usd), resets);
     }
-  }
-  return Status::Ok();
-}
-
-void Budgets::Record(std::string_view key_name, std::string_view feature, double cost_usd,
-                     Time time) {
-  if (!std::isfinite(cost_usd) || cost_usd <= 0) return;
-  const int64_t t = UnixMs(time);
-  std::lock_guard lock(mu_);
-  for (Subject* s : {Find(keys_, key_name), Find(features_, feature)}) {
-    if (!s) continue;
-    Roll(s, t);
-    // A request that arrived before the current window (it ran across
-    // midnight) was charged to the previous one, as its ledger row is.
-    for (Window* w : {&s->day, &s->month}) {
-      if (t >= w->start_ms && t < w->end_ms) w->spent_usd += cost_usd;
+    for (const auto& [is_feature, name] : subjects) {
+      const Limits& l = *Find(is_feature, name);
+      for (const WindowKey& w : WindowsAt(l.daily_usd, l.monthly_usd, now_ms)) {
+        RETURN_IF_ERROR(tx.Run(kInsertReservation, {res.id, KindName(is_feature), name, w.period,
+                                                    w.start_ms, estimate_usd, expires_ms})
+                            .status());
+      }
     }
+    return Status::Ok();
+  });
+  if (!refusal.ok()) return refusal;
+  if (!st.ok()) return Status(StatusCode::kUnavailable, st.message());
+  int64_t due = next_sweep_ms_.load();
+  if (now_ms >= due &&
+      next_sweep_ms_.compare_exchange_strong(due, now_ms + kSweepReservationsEveryMs)) {
+    (void)db_->Run(kSweepReservations, {now_ms});
   }
+  return res;
 }
 
-void Budgets::Record(const LedgerRow& row) {
-  if (row.shadow) return;
-  Record(row.api_key_name, row.feature, row.cost_usd,
-         Time(std::chrono::milliseconds(row.time_unix_ms)));
+Status Budgets::SettleNow(const Unsettled& u) {
+  const int64_t t = UnixMs(u.arrival);
+  return db_->Transaction([&](SqlTx& tx) -> Status {
+    for (bool is_feature : {false, true}) {
+      const std::string name(is_feature ? u.feature : u.key_name);
+      const Limits* l = Find(is_feature, name);
+      if (l == nullptr) continue;
+      for (const WindowKey& w : WindowsAt(l->daily_usd, l->monthly_usd, t)) {
+        bool add = true;
+        if (!u.r.id.empty()) {
+          // Idempotent: the spend is added with the reservation's removal, once.
+          ASSIGN_OR_RETURN(SqlRows d,
+                           tx.Run(kDropReservation, {u.r.id, KindName(is_feature), w.period}));
+          add = d.changed > 0;
+        }
+        if (add && u.cost_usd > 0) {
+          RETURN_IF_ERROR(
+              tx.Run(kAddSpend, {KindName(is_feature), name, w.period, w.start_ms, u.cost_usd})
+                  .status());
+        }
+      }
+    }
+    return Status::Ok();
+  });
 }
 
-nlohmann::ordered_json Budgets::SnapshotJson(Time now, const std::vector<std::string>* only_keys) {
+void Budgets::Settle(const Reservation& r, std::string_view key_name, std::string_view feature,
+                     double cost_usd, Time arrival) {
+  if (!std::isfinite(cost_usd) || cost_usd < 0) cost_usd = 0;
+  if (r.id.empty() && (cost_usd <= 0 || (!Find(false, key_name) && !Find(true, feature)))) return;
+  Unsettled u{r, std::string(key_name), std::string(feature), cost_usd, arrival};
+  Status st = SettleNow(u);
+  if (st.ok()) return;
+  log::Warn("gateway: budget settlement kept for later (the database failed: {})", st.message());
+  std::lock_guard lock(pending_mu_);
+  if (pending_.size() >= kMaxPendingSettlements) {
+    log::Error("gateway: {} budget settlements wait for the database; the oldest is dropped",
+               pending_.size());
+    pending_.pop_front();
+  }
+  pending_.push_back(std::move(u));
+}
+
+void Budgets::RetryPending() {
+  std::deque<Unsettled> todo;
+  {
+    std::lock_guard lock(pending_mu_);
+    if (pending_.empty()) return;
+    todo.swap(pending_);
+  }
+  while (!todo.empty()) {
+    if (!SettleNow(todo.front()).ok()) break;
+    todo.pop_front();
+  }
+  if (todo.empty()) return;
+  std::lock_guard lock(pending_mu_);
+  for (auto it = todo.rbegin(); it != todo.rend(); ++it) pending_.push_front(std::move(*it));
+}
+
+size_t Budgets::pending_settlements() {
+  std::lock_guard lock(pending_mu_);
+  return pending_.size();
+}
+
+Expected<nlohmann::ordered_json> Budgets::SnapshotJson(Time now,
+                                                       const std::vector<std::string>* only_keys) {
   const int64_t now_ms = UnixMs(now);
-  auto window = [](const Window& w) -> nlohmann::ordered_json {
-    if (w.limit_usd <= 0) return nullptr;
-    return {{"limit_usd", w.limit_usd},
-            {"spent_usd", w.spent_usd},
-            {"remaining_usd", std::max(0.0, w.limit_usd - w.spent_usd)},
-            {"resets_at", FormatRfc3339Ms(w.end_ms)}};
-  };
+  RetryPending();
   nlohmann::ordered_json data = nlohmann::ordered_json::array();
-  std::lock_guard lock(mu_);
-  for (bool is_feature : {false, true}) {
-    if (is_feature && only_keys) continue;
-    for (auto& [name, s] : is_feature ? features_ : keys_) {
-      if (only_keys && std::find(only_keys->begin(), only_keys->end(), name) == only_keys->end()) {
-        continue;
+  Status st = db_->Transaction([&](SqlTx& tx) -> Status {
+    data = nlohmann::ordered_json::array();
+    for (bool is_feature : {false, true}) {
+      if (is_feature && only_keys) continue;
+      for (const auto& [subject, l] : limits_) {
+        if (subject.first != is_feature) continue;
+        const std::string& name = subject.second;
+        if (only_keys &&
+            std::find(only_keys->begin(), only_keys->end(), name) == only_keys->end()) {
+          continue;
+        }
+        nlohmann::ordered_json entry = {{"kind", KindName(is_feature)},
+                                        {"name", name},
+                                        {"daily", nullptr},
+                                        {"monthly", nullptr}};
+        for (const WindowKey& w : WindowsAt(l.daily_usd, l.monthly_usd, now_ms)) {
+          ASSIGN_OR_RETURN(auto state, WindowState(tx, is_feature, name, w, now_ms, false));
+          const auto [spent, reserved] = state;
+          entry[w.period == std::string_view("day") ? "daily" : "monthly"] = {
+              {"limit_usd", w.limit_usd},
+              {"spent_usd", spent},
+              {"reserved_usd", reserved},
+              {"remaining_usd", std::max(0.0, w.limit_usd - spent - reserved)},
+              {"resets_at", FormatRfc3339Ms(w.end_ms)}};
+        }
+        data.push_back(std::move(entry));
       }
-      Roll(&s, now_ms);
-      data.push_back({{"kind", is_feature ? "feature" : "key"},
-                      {"name", name},
-                      {"daily", window(s.day)},
-                      {"monthly", window(s.month)}});
     }
-  }
-  return {{"object", "budgets"}, {"data", std::move(data)}};
+    return Status::Ok();
+  });
+  if (!st.ok()) return Status(StatusCode::kUnavailable, st.message());
+  return nlohmann::ordered_json{{"object", "budgets"}, {"data", std::move(data)}};
 }
 
 }  // namespace brisk::gateway

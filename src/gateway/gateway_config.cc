@@ -273,7 +273,8 @@ Status ReadRouting(Reader& r, const YAML::Node& n, const Loc& at, GatewayConfig:
   return r.ReadMap(n, at, fields, {});
 }
 
-Status ReadBudgets(Reader& r, const YAML::Node& n, const Loc& at, std::vector<BudgetConfig>* out) {
+Status ReadBudgetLimits(Reader& r, const YAML::Node& n, const Loc& at,
+                        std::vector<BudgetConfig>* out) {
   return ReadList(r, n, at, "budgets {key or feature, daily_usd, monthly_usd}", out,
                   [](Reader& er, BudgetConfig& b) -> std::vector<Field> {
                     return {
@@ -283,6 +284,20 @@ Status ReadBudgets(Reader& r, const YAML::Node& n, const Loc& at, std::vector<Bu
                         {"monthly_usd", Dollars(er, &b.monthly_usd)},
                     };
                   });
+}
+
+constexpr std::string_view kOutagePolicies[] = {"allow", "refuse"};
+
+// `budgets:` is the list of limits, or a map of the limits and the policy.
+Status ReadBudgets(Reader& r, const YAML::Node& n, const Loc& at, GatewayConfig* c) {
+  if (!n.IsMap()) return ReadBudgetLimits(r, n, at, &c->budgets);
+  return r.ReadMap(
+      n, at,
+      {{"limits", [&r, c](const YAML::Node& v,
+                          const Loc& at) { return ReadBudgetLimits(r, v, at, &c->budgets); }},
+       {"on_store_outage", r.OneOf(&c->budget_policy.on_store_outage, kOutagePolicies)},
+       {"reservation_ttl_s", r.Seconds(&c->budget_policy.reservation_ttl_s, true, kDay)}},
+      {});
 }
 
 bool ValidRegex(const std::string& pattern, std::string* why) {
@@ -410,7 +425,7 @@ Expected<GatewayConfig> ParseDocument(const YAML::Node& doc, std::string_view fi
                    return ReadRouting(r, v, at, &c.routing);
                  }});
   top.push_back({"budgets", [&r, &c](const YAML::Node& v, const Loc& at) {
-                   return ReadBudgets(r, v, at, &c.budgets);
+                   return ReadBudgets(r, v, at, &c);
                  }});
   top.push_back({"keys", [&r, &c](const YAML::Node& v, const Loc& at) {
                    return config_yaml::ReadApiKeys(r, v, at, &c.keys);

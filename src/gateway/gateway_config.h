@@ -94,6 +94,14 @@ struct GatewayConfig {
     bool operator==(const Ledger&) const = default;
   } ledger;
   std::vector<BudgetConfig> budgets;
+  // `budgets:` as a map: {limits: [...], on_store_outage, reservation_ttl_s}.
+  struct BudgetPolicy {
+    // When the database is unreachable at admission: allow (admit unchecked, settle
+    // later) or refuse (503 budget_store_unavailable).
+    std::string on_store_outage = "allow";
+    double reservation_ttl_s = 600;  // a reservation never settled (its gateway died) expires
+    bool operator==(const BudgetPolicy&) const = default;
+  } budget_policy;
   // The Responses API's stored objects (store: true), in the ledger's
   // database, per tenant (gateway/shared_responses.h).
   struct Responses {

@@ -66,6 +66,8 @@ struct GatewayMetrics {
   metrics::Histogram* Stage(const std::string& stage);
   // brisk_gateway_response_store_errors_total: responses not stored (database errors).
   metrics::Counter* StoreErrors();
+  // brisk_gateway_budget_store_outages_total: admissions the budget database could not check.
+  metrics::Counter* BudgetStoreOutages();
 };
 
 struct GatewayCore {
@@ -99,6 +101,7 @@ struct GatewayCore {
   std::atomic<uint64_t> next_id{0};
   std::atomic<bool> draining{false};
   int64_t created_unix = 0;
+  std::string instance_id;  // random, in request ids: unique across the gateways on one ledger
 
   ~GatewayCore();
 };

@@ -43,6 +43,13 @@ metrics::Counter* GatewayMetrics::StoreErrors() {
                              {});
 }
 
+metrics::Counter* GatewayMetrics::BudgetStoreOutages() {
+  return registry.GetCounter("brisk_gateway_budget_store_outages_total",
+                             "Requests whose budget check could not reach the database "
+                             "(admitted or refused per budgets.on_store_outage).",
+                             {});
+}
+
 metrics::Histogram* GatewayMetrics::Stage(const std::string& stage) {
   return registry.GetHistogram("brisk_gateway_request_stage_seconds",
                                "Per-stage latency budget of requests answered through the gateway "

@@ -363,43 +363,7 @@ void Admit(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint, Json bod
   // endpoints are answered by the plan's first tier.
   if (endpoint != Endpoint::kChat && endpoint != Endpoint::kCompletions) plan->tiers.resize(1);
   const std::string request_id =
-      fmt::format("gw-{:x}-{}", core->created_unix, core->next_id.fetch_add(1) + 1);
-  if (core->budgets) {
-    // Before any generation: the prompt at the first tier's input price
-    // (about 4 bytes a token) must fit what is left.
-    const TierConfig& first = core->config.tiers[plan->tiers[0]];
-    const double estimate =
-        static_cast<double>(prompt.size()) / 4 * first.prices.input_per_mtok / 1e6;
-    Status st = core->budgets->Check(caller.key_name, caller.feature, estimate,
-                                     std::chrono::system_clock::now());
-    if (!st.ok()) {
-      LedgerRow row;
-      row.time_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-      row.request_id = request_id;
-      row.tenant = caller.tenant;
-      row.api_key_name = caller.key_name;
-      row.feature = caller.feature;
-      row.tier = first.name;
-      row.model = facts.model;
-      row.endpoint = EndpointName(endpoint);
-      row.status = 429;
-      row.outcome = "budget";
-      row.stream = BoolOr(body, "stream", false);
-      row.attempts = 0;
-      core->metrics->Requests(first.name, caller.feature, "budget")->Inc();
-      Json e = {{"error",
-                 {{"message", st.message()},
-                  {"type", "insufficient_quota"},
-                  {"param", nullptr},
-                  {"code", "budget_exceeded"}}}};
-      core->ledger->Append(std::move(row), [res, e, request_id](const Status&) {
-        SendJson(*res, 429, e, {{"X-Request-Id", request_id}});
-      });
-      return;
-    }
-  }
+      fmt::format("gw-{}-{}", core->instance_id, core->next_id.fetch_add(1) + 1);
   uint64_t affinity = 0;
   if (core->config.replicas.prefix_affinity) {
     const size_t n =
@@ -407,11 +371,74 @@ void Admit(const std::shared_ptr<GatewayCore>& core, Endpoint endpoint, Json bod
     affinity = XXH3_64bits(prompt.data(), n);
     if (affinity == 0) affinity = 1;
   }
-  core->active.fetch_add(1);
-  auto pr = std::make_shared<ProxiedRequest>(core, std::move(res), endpoint, std::move(body),
-                                             std::move(caller), std::move(*plan), affinity, arrival,
-                                             request_id, std::move(turn));
-  pr->Start();
+  // Before any generation the request's estimate is reserved against its key's and
+  // feature's budgets, in the database every gateway shares: its prompt at the
+  // first tier's input price (about 4 bytes a token) plus, when the client caps
+  // it, its whole output at the output price.
+  const TierConfig& first = core->config.tiers[plan->tiers[0]];
+  int64_t max_output = 0;
+  for (const char* k : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) {
+    max_output = std::max(max_output, IntOr(body, k, 0));
+  }
+  const double estimate = (static_cast<double>(prompt.size()) / 4 * first.prices.input_per_mtok +
+                           static_cast<double>(max_output) * first.prices.output_per_mtok) /
+                          1e6;
+  LedgerRow refused;
+  refused.request_id = request_id;
+  refused.tenant = caller.tenant;
+  refused.api_key_name = caller.key_name;
+  refused.feature = caller.feature;
+  refused.tier = first.name;
+  refused.model = facts.model;
+  refused.endpoint = EndpointName(endpoint);
+  refused.status = 429;
+  refused.outcome = "budget";
+  refused.stream = BoolOr(body, "stream", false);
+  refused.attempts = 0;
+  auto start = [core, res, endpoint, body = std::move(body), caller, plan = std::move(*plan),
+                affinity, arrival, request_id,
+                turn = std::move(turn)](Budgets::Reservation reservation) mutable {
+    core->active.fetch_add(1);
+    auto pr = std::make_shared<ProxiedRequest>(core, std::move(res), endpoint, std::move(body),
+                                               std::move(caller), std::move(plan), affinity,
+                                               arrival, request_id, std::move(turn));
+    pr->Start(std::move(reservation));
+  };
+  if (!core->budgets) return start({});
+  boost::asio::post(core->db_io, [core, res, estimate, refused = std::move(refused),
+                                  start = std::move(start)]() mutable {
+    auto reserved = core->budgets->Reserve(refused.api_key_name, refused.feature, estimate,
+                                           std::chrono::system_clock::now());
+    if (reserved.ok()) return start(std::move(*reserved));
+    const Status& st = reserved.status();
+    if (st.code() == StatusCode::kUnavailable) {
+      core->metrics->BudgetStoreOutages()->Inc();
+      if (core->config.budget_policy.on_store_outage == "allow") {
+        log::Warn("gateway: request {} admitted without its budget check: {}", refused.request_id,
+                  st.message());
+        return start({});
+      }
+      return http::SendOpenAiError(
+          *res,
+          http::MakeOpenAiError(
+              503, "server_error",
+              fmt::format("budgets cannot be checked now (budgets.on_store_outage: refuse): {}",
+                          st.message()),
+              "budget_store_unavailable"),
+          {{"Retry-After", "1"}});
+    }
+    refused.time_unix_ms = UnixMs();
+    core->metrics->Requests(refused.tier, refused.feature, "budget")->Inc();
+    Json e = {{"error",
+               {{"message", st.message()},
+                {"type", "insufficient_quota"},
+                {"param", nullptr},
+                {"code", "budget_exceeded"}}}};
+    const std::string id = refused.request_id;
+    core->ledger->Append(std::move(refused), [res, e, id](const Status&) {
+      SendJson(*res, 429, e, {{"X-Request-Id", id}});
+    });
+  });
 }
 
 void HandleModels(const std::shared_ptr<GatewayCore>& core, http::Responder& res) {
@@ -548,12 +575,21 @@ http::RouteTable Routes(const std::shared_ptr<GatewayCore>& core) {
                        std::shared_ptr<http::Responder> res) {
     auto scope = ScopeOrRefuse(*c, req, *res);
     if (!scope) return;
-    std::string body = c->budgets ? c->budgets
-                                        ->SnapshotJson(std::chrono::system_clock::now(),
-                                                       scope->all ? nullptr : &scope->key_names)
-                                        .dump()
-                                  : R"({"object":"budgets","data":[]})";
-    res->Send(200, {{"Content-Type", "application/json"}}, std::move(body));
+    if (!c->budgets) {
+      return res->Send(200, {{"Content-Type", "application/json"}},
+                       R"({"object":"budgets","data":[]})");
+    }
+    boost::asio::post(c->db_io, [c, res, scope = std::move(*scope)] {
+      auto snap = c->budgets->SnapshotJson(std::chrono::system_clock::now(),
+                                           scope.all ? nullptr : &scope.key_names);
+      if (!snap.ok()) {
+        return http::SendOpenAiError(
+            *res, 503, "server_error",
+            fmt::format("budgets cannot be read now: {}", snap.status().message()),
+            "budget_store_unavailable");
+      }
+      res->Send(200, {{"Content-Type", "application/json"}}, snap->dump());
+    });
   });
   auto health = to([](const std::shared_ptr<GatewayCore>&, http::Request&&,
                       std::shared_ptr<http::Responder> res) {
@@ -660,9 +696,14 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
   }
   core->dashboard = std::make_unique<DashboardStats>();
   ASSIGN_OR_RETURN(core->router, Router::Create(core->config));
+  core->instance_id = http::RandomItemId("").substr(0, 12);
   if (!core->config.budgets.empty()) {
-    core->budgets = std::make_unique<Budgets>(core->config.budgets);
-    RETURN_IF_ERROR(core->budgets->Load(*core->ledger, std::chrono::system_clock::now()));
+    // Spend and reservations live in the ledger's database, shared by every gateway on it.
+    ASSIGN_OR_RETURN(auto db, OpenSqlDb(core->config.ledger.url));
+    auto budgets = Budgets::Open(core->config.budgets, std::move(db),
+                                 {core->config.budget_policy.reservation_ttl_s});
+    if (!budgets.ok()) return budgets.status().WithContext("budgets");
+    core->budgets = std::move(budgets).value();
   }
   const PickerOptions po = MakePickerOptions(core->config.replicas);
   core->work.emplace(core->upstream_io.get_executor());
@@ -689,7 +730,18 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
     core->responses = std::move(store).value();
   }
   core->db_work.emplace(core->db_io.get_executor());
-  for (int i = 0; i < 2; ++i) core->db_threads.emplace_back([c = core.get()] { c->db_io.run(); });
+  for (int i = 0; i < 2; ++i) {
+    core->db_threads.emplace_back([c = core.get()] {
+      for (;;) {  // an exception from one job must not end the thread
+        try {
+          c->db_io.run();
+          return;
+        } catch (const std::exception& e) {
+          log::Error("gateway: internal error in a database job: {}", e.what());
+        }
+      }
+    });
+  }
   RegisterGauges(core);
   for (int i = 0; i < 2; ++i) {
     core->upstream_threads.emplace_back([c = core.get()] { c->upstream_io.run(); });

@@ -124,7 +124,8 @@ TierRuntime& ProxiedRequest::Tier() const {
   return on_candidate_ ? *arm_.candidate : *core_->tiers[plan_.tiers[tier_pos_]];
 }
 
-void ProxiedRequest::Start() {
+void ProxiedRequest::Start(Budgets::Reservation reservation) {
+  reservation_ = std::move(reservation);
   std::weak_ptr<ProxiedRequest> weak = weak_from_this();
   res_->OnClose([weak] {
     if (auto self = weak.lock()) self->OnClientGone();
@@ -605,9 +606,13 @@ void ProxiedRequest::Finish(int status, const std::string& outcome, std::functio
     core_->rollouts->BaselineAnswer(shadow_, status == 200 && outcome == "completed", answer_text_);
   }
   if (core_->budgets) {
-    core_->budgets->Record(
-        caller_.key_name, caller_.feature, cost_usd_,
-        std::chrono::system_clock::time_point(std::chrono::milliseconds(row.time_unix_ms)));
+    // Off the upstream threads: the settlement waits on the database.
+    boost::asio::post(core_->db_io, [core = core_, r = reservation_, key = caller_.key_name,
+                                     feature = caller_.feature, cost = cost_usd_,
+                                     t = row.time_unix_ms] {
+      core->budgets->Settle(r, key, feature, cost,
+                            std::chrono::system_clock::time_point(std::chrono::milliseconds(t)));
+    });
   }
   if (core_->dashboard) core_->dashboard->Record(row);
   core_->active.fetch_sub(1);

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/budget.h"
 #include "gateway/gateway_core.h"
 #include "gateway/gateway_stages.h"
 #include "gateway/rollout_manager.h"
@@ -58,7 +59,9 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
                  Endpoint endpoint, nlohmann::json body, Caller caller, RoutePlan plan,
                  uint64_t affinity_key, std::chrono::steady_clock::time_point arrival,
                  std::string request_id, std::shared_ptr<const ResponsesTurn> turn = nullptr);
-  void Start();
+  // `reservation`: what admission reserved against the caller's budgets
+  // (settled by the request's cost when it ends).
+  void Start(Budgets::Reservation reservation = {});
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -113,7 +116,8 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
   const ClientWants wants_;
   const AnswerCheck answer_check_;  // the response_format test a cascade tier's answer must pass
   const std::shared_ptr<const ResponsesTurn> turn_;  // kResponses only
-  std::optional<nlohmann::json> stored_response_;    // the answer to store (kResponses)
+  Budgets::Reservation reservation_;
+  std::optional<nlohmann::json> stored_response_;  // the answer to store (kResponses)
 
   // Recursive: an upstream client may call back from inside Send().
   std::recursive_mutex mu_;

@@ -56,23 +56,55 @@ class PostgresDb final : public SqlDb {
 
   Expected<SqlRows> Run(std::string_view sql, std::span<const SqlValue> params) override {
     std::lock_guard lock(mu_);
-    const std::string text(sql);
-    std::vector<std::string> values;
-    values.reserve(params.size());
-    for (const SqlValue& v : params) values.push_back(SqlText(v));
-    std::vector<const char*> ptrs;
-    for (const std::string& v : values) ptrs.push_back(v.c_str());
     for (int round = 0;; ++round) {
       if (!conn_ || PQstatus(conn_) != CONNECTION_OK) RETURN_IF_ERROR(Connect());
-      auto rows = Exec(text, ptrs);
+      auto rows = ExecValues(sql, params);
       if (rows.ok() || PQstatus(conn_) == CONNECTION_OK || round == 1) return rows;
       log::Warn("gateway: PostgreSQL connection lost ({}); reconnecting", rows.status().message());
+    }
+  }
+
+  Status Transaction(const std::function<Status(SqlTx&)>& body) override {
+    std::lock_guard lock(mu_);
+    struct Tx final : SqlTx {
+      explicit Tx(PostgresDb* db) : db(db) {}
+      Expected<SqlRows> Run(std::string_view sql, std::span<const SqlValue> params) override {
+        return db->ExecValues(sql, params);
+      }
+      const char* ForUpdate() const override { return " FOR UPDATE"; }
+      PostgresDb* db;
+    };
+    for (int round = 0;; ++round) {
+      if (!conn_ || PQstatus(conn_) != CONNECTION_OK) RETURN_IF_ERROR(Connect());
+      Tx tx(this);
+      Status st = ExecValues("BEGIN", {}).status();
+      if (st.ok()) st = body(tx);
+      if (st.ok()) st = ExecValues("COMMIT", {}).status();
+      if (st.ok()) return st;
+      if (PQstatus(conn_) == CONNECTION_OK) {
+        if (PQtransactionStatus(conn_) != PQTRANS_IDLE) (void)ExecValues("ROLLBACK", {});
+        return st;
+      }
+      // A COMMIT cut off may or may not have happened: the body runs once more.
+      if (round == 1) return st;
+      log::Warn("gateway: PostgreSQL connection lost in a transaction ({}); reconnecting",
+                st.message());
     }
   }
 
   bool postgres() const override { return true; }
 
  private:
+  Expected<SqlRows> ExecValues(std::string_view sql, std::span<const SqlValue> params) {
+    const std::string text(sql);
+    std::vector<std::string> values;
+    values.reserve(params.size());
+    for (const SqlValue& v : params) values.push_back(SqlText(v));
+    std::vector<const char*> ptrs;
+    for (const std::string& v : values) ptrs.push_back(v.c_str());
+    return Exec(text, ptrs);
+  }
+
   Expected<SqlRows> Exec(const std::string& sql, const std::vector<const char*>& params) {
     PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr,
                                params.data(), nullptr, nullptr, 0);
@@ -141,6 +173,24 @@ class SqliteDb final : public SqlDb {
   Expected<SqlRows> Run(std::string_view sql, std::span<const SqlValue> params) override {
     std::lock_guard lock(mu_);
     return RunLocked(sql, params);
+  }
+
+  Status Transaction(const std::function<Status(SqlTx&)>& body) override {
+    std::lock_guard lock(mu_);
+    struct Tx final : SqlTx {
+      explicit Tx(SqliteDb* db) : db(db) {}
+      Expected<SqlRows> Run(std::string_view sql, std::span<const SqlValue> params) override {
+        return db->RunLocked(sql, params);
+      }
+      const char* ForUpdate() const override { return ""; }
+      SqliteDb* db;
+    };
+    RETURN_IF_ERROR(RunLocked("BEGIN IMMEDIATE", {}).status());
+    Tx tx(this);
+    Status st = body(tx);
+    if (st.ok()) st = RunLocked("COMMIT", {}).status();
+    if (!st.ok() && !sqlite3_get_autocommit(db_)) (void)RunLocked("ROLLBACK", {});
+    return st;
   }
 
   bool postgres() const override { return false; }

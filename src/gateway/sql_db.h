@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -29,9 +30,29 @@ struct SqlRows {
   int64_t changed = 0;                         // rows an INSERT/UPDATE/DELETE touched
 };
 
+// The statements of one transaction (SqlDb::Transaction).
+class SqlTx {
+ public:
+  virtual ~SqlTx() = default;
+  virtual Expected<SqlRows> Run(std::string_view sql, std::span<const SqlValue> params = {}) = 0;
+  Expected<SqlRows> Run(std::string_view sql, std::initializer_list<SqlValue> params) {
+    return Run(sql, std::span<const SqlValue>(params.begin(), params.size()));
+  }
+  // " FOR UPDATE" on PostgreSQL (row locks), "" on SQLite (whose transaction
+  // holds the database's write lock from its start).
+  virtual const char* ForUpdate() const = 0;
+};
+
 class SqlDb {
  public:
   virtual ~SqlDb() = default;
+  // Runs `body` in one transaction: committed when it returns Ok, rolled
+  // back otherwise (its error is returned). SQLite: BEGIN IMMEDIATE, so
+  // transactions of every process on the file are serialized from their
+  // start; PostgreSQL: READ COMMITTED, rows locked with ForUpdate(). `body`
+  // runs again, once, when the PostgreSQL connection broke under it, so it
+  // must not keep state across runs.
+  virtual Status Transaction(const std::function<Status(SqlTx&)>& body) = 0;
   virtual Expected<SqlRows> Run(std::string_view sql, std::span<const SqlValue> params = {}) = 0;
   Expected<SqlRows> Run(std::string_view sql, std::initializer_list<SqlValue> params) {
     return Run(sql, std::span<const SqlValue>(params.begin(), params.size()));

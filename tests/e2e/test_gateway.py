@@ -252,12 +252,14 @@ def test_budget_refuses_before_generation(gateway, tmp_path):
 keys:
   - {key: sk-team-a, tenant: acme, feature: summarize, name: team-a}
 budgets:
-  - {key: team-a, daily_usd: 0.001}
+  - {key: team-a, daily_usd: 0.004}
 """, key="sk-team-a")
     c = openai.OpenAI(base_url=gw.url + "/v1", api_key="sk-team-a", max_retries=0)
     answered = 0
     with pytest.raises(openai.RateLimitError) as e:
-        for _ in range(10):  # each costs ~$0.0005-0.0015 at the large tier's prices
+        # Each costs ~$0.0005-0.0015 at the large tier's prices and is estimated at its
+        # prompt plus 30 output tokens ($0.0012 of them): a few pass, then one is refused.
+        for _ in range(10):
             c.chat.completions.create(model="large", messages=MSG, max_tokens=30)
             answered += 1
     assert answered >= 1
