@@ -719,7 +719,13 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
     RETURN_IF_ERROR(AddUpstreamClients(*core, tc, tier.get()));
     core->tiers.push_back(std::move(tier));
   }
-  core->rollouts = std::make_unique<RolloutManager>(core.get());
+  {
+    // Rollouts are shared by every gateway on the ledger's database.
+    ASSIGN_OR_RETURN(auto db, OpenSqlDb(core->config.ledger.url));
+    auto store = RolloutStore::Open(std::move(db));
+    if (!store.ok()) return store.status().WithContext("rollouts");
+    core->rollouts = std::make_unique<RolloutManager>(core.get(), std::move(store).value());
+  }
   {
     // The stored responses live in the ledger's database.
     ASSIGN_OR_RETURN(auto db, OpenSqlDb(core->config.ledger.url));
@@ -746,6 +752,7 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
   for (int i = 0; i < 2; ++i) {
     core->upstream_threads.emplace_back([c = core.get()] { c->upstream_io.run(); });
   }
+  core->rollouts->Sync();  // the running rollouts, before the first request
   StartTimers(core);
 
   const GatewayConfig::Server& sc = core->config.server;

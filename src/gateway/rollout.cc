@@ -23,6 +23,14 @@ std::string_view StageName(RolloutStage s) {
   return "?";
 }
 
+std::optional<RolloutStage> StageOfName(std::string_view name) {
+  for (RolloutStage s : {RolloutStage::kShadow, RolloutStage::kCanary, RolloutStage::kPromoted,
+                         RolloutStage::kRolledBack, RolloutStage::kAborted}) {
+    if (StageName(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // Reads the keys of `obj` into fields, refusing keys it does not know.
@@ -174,6 +182,15 @@ Expected<RolloutSpec> ParseRolloutSpec(const Json& body) {
   return spec;
 }
 
+Json RolloutSpecRecord(const RolloutSpec& s) {
+  Json j = RolloutSpecJson(s);
+  for (size_t i = 0; i < s.upstreams.size(); ++i) {
+    if (!s.upstreams[i].api_key.empty()) j["upstreams"][i]["api_key"] = s.upstreams[i].api_key;
+  }
+  j["gate_report"] = s.gate_report;
+  return j;
+}
+
 Json RolloutSpecJson(const RolloutSpec& s) {
   Json ups = Json::array();
   for (const UpstreamConfig& u : s.upstreams) ups.push_back({{"url", u.url}, {"type", u.type}});
@@ -281,6 +298,24 @@ double Rollout::ShadowShare() const {
 
 void Rollout::Record(bool candidate, const ArmSample& s) {
   (candidate ? candidate_ : baseline_).Add(s);
+}
+
+void Rollout::Restore(RolloutStage stage, int step, RolloutClock::time_point started_at,
+                      RolloutClock::time_point stage_since) {
+  stage_ = stage;
+  step_ = stage == RolloutStage::kCanary
+              ? std::clamp(step, 0, static_cast<int>(spec_.canary.size()) - 1)
+              : step;
+  started_at_ = started_at;
+  stage_since_ = stage_since;
+}
+
+void Rollout::SetJudgeTotals(int64_t judged, double score_sum, int64_t position_inconsistent,
+                             int64_t stage_pairs) {
+  judged_ = judged;
+  judge_sum_ = score_sum;
+  position_inconsistent_ = position_inconsistent;
+  stage_pairs_ = stage_pairs;
 }
 
 void Rollout::RecordJudge(double score, bool position_inconsistent) {

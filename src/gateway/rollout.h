@@ -49,6 +49,8 @@ using RolloutClock = std::chrono::steady_clock;
 
 enum class RolloutStage { kShadow, kCanary, kPromoted, kRolledBack, kAborted };
 std::string_view StageName(RolloutStage s);
+// The stage named `name` (StageName's words); nullopt for another word.
+std::optional<RolloutStage> StageOfName(std::string_view name);
 
 struct CanaryStep {
   double share = 0;       // of the tier's requests, (0, 1]
@@ -86,7 +88,11 @@ struct RolloutSpec {
 // Strict: unknown keys, wrong types and out-of-range values are errors that
 // name the field.
 Expected<RolloutSpec> ParseRolloutSpec(const nlohmann::json& body);
+// For display: no api keys, no gate report.
 nlohmann::json RolloutSpecJson(const RolloutSpec& spec);
+// Everything ParseRolloutSpec reads back, the candidate upstreams' api keys
+// and the gate report included: the shared record (rollout_store.h).
+nlohmann::json RolloutSpecRecord(const RolloutSpec& spec);
 
 // One finished request (or failed candidate attempt) of one arm.
 struct ArmSample {
@@ -165,6 +171,15 @@ class Rollout {
   Expected<RolloutDecision> Abort(const std::string& who, RolloutClock::time_point now);
 
   nlohmann::json StatusJson(RolloutClock::time_point now);
+
+  // A rollout as its shared record says it is (rollout_store.h): where it
+  // stands, and the judge's totals (since the start; in the current stage).
+  RolloutClock::time_point started_at() const { return started_at_; }
+  RolloutClock::time_point stage_since() const { return stage_since_; }
+  void Restore(RolloutStage stage, int step, RolloutClock::time_point started_at,
+               RolloutClock::time_point stage_since);
+  void SetJudgeTotals(int64_t judged, double score_sum, int64_t position_inconsistent,
+                      int64_t stage_pairs);
 
  private:
   // The first breached threshold, if any.

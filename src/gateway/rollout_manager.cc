@@ -2,14 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <boost/asio/post.hpp>
+#include <map>
+
 #include "gateway/gateway_core.h"
 #include "gateway/json_fields.h"
 #include "gateway/judge.h"
+#include "gateway/rollout_store.h"
 #include "gateway/stream_rewriter.h"
 #include "gateway/utc_time.h"
 #include "grammar/answer_check.h"
 #include "http/caller_identity.h"
 #include "http/openai_error.h"
+#include "http/responses_items.h"
 #include "util/constant_time.h"
 #include "util/log.h"
 
@@ -19,8 +24,10 @@ using Json = nlohmann::json;
 
 namespace {
 
-constexpr size_t kAuditKept = 500;
-constexpr size_t kHistoryKept = 20;
+constexpr int kAuditKept = 500;
+constexpr int kHistoryKept = 20;
+// Samples waiting for the database (it is away): the newest are kept.
+constexpr size_t kOutboxKept = 100'000;
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -63,12 +70,61 @@ struct ShadowPair {
 };
 
 struct RolloutManager::TierSlot {
-  std::shared_ptr<Rollout> rollout;  // the current one (finished ones move to history)
+  std::shared_ptr<Rollout> rollout;  // the current one, as the database last said
+  StoredRollout record;              // its shared record (version)
   std::shared_ptr<TierRuntime> candidate;
-  std::deque<std::shared_ptr<Rollout>> history;
+  std::string candidate_of;  // the rollout id the candidate's clients were built for
+  std::vector<std::shared_ptr<Rollout>> history;  // finished, newest first
 };
 
-RolloutManager::RolloutManager(GatewayCore* core) : core_(core) {
+namespace {
+
+int64_t WallMs() { return NowUnixMs(); }
+
+// A wall-clock time of the shared record on this gateway's steady clock.
+RolloutClock::time_point SteadyOf(int64_t wall_ms, RolloutClock::time_point now_steady,
+                                  int64_t now_wall_ms) {
+  return now_steady + std::chrono::milliseconds(wall_ms - now_wall_ms);
+}
+
+int64_t WallOf(RolloutClock::time_point t, RolloutClock::time_point now_steady,
+               int64_t now_wall_ms) {
+  return now_wall_ms +
+         std::chrono::duration_cast<std::chrono::milliseconds>(t - now_steady).count();
+}
+
+}  // namespace
+
+// A Rollout object for `r`, fed with the fleet's samples of its window and
+// its judge totals. `with_samples` false: the stage alone (history).
+Expected<std::shared_ptr<Rollout>> RolloutManager::Build(const StoredRollout& r,
+                                                         bool with_samples) {
+  auto spec = ParseRolloutSpec(r.spec);
+  if (!spec.ok()) return spec.status().WithContext(fmt::format("rollout {}", r.id));
+  const auto now = RolloutClock::now();
+  const int64_t wall = WallMs();
+  auto ro = std::make_shared<Rollout>(r.id, *spec, r.started_by, SteadyOf(r.started_ms, now, wall));
+  ro->Restore(r.stage, r.step, SteadyOf(r.started_ms, now, wall),
+              SteadyOf(r.stage_since_ms, now, wall));
+  if (!with_samples) return ro;
+  const int64_t since = wall - static_cast<int64_t>(spec->thresholds.window_s * 1000) - 1000;
+  ASSIGN_OR_RETURN(auto samples, store_->Samples(r.id, since));
+  for (const StoredSample& s : samples) {
+    ArmSample a;
+    a.time = SteadyOf(s.time_ms, now, wall);
+    a.status = s.status;
+    a.ttft_ms = s.ttft_ms;
+    a.tpot_ms = s.tpot_ms;
+    a.so_valid = s.so_valid;
+    ro->Record(s.candidate, a);
+  }
+  ASSIGN_OR_RETURN(JudgeTotals j, store_->Judged(r.id, r.stage_since_ms));
+  ro->SetJudgeTotals(j.judged, j.score_sum, j.inconsistent, j.stage_pairs);
+  return ro;
+}
+
+RolloutManager::RolloutManager(GatewayCore* core, std::unique_ptr<RolloutStore> store)
+    : core_(core), store_(std::move(store)) {
   for (size_t i = 0; i < core_->tiers.size(); ++i) tiers_.push_back(std::make_unique<TierSlot>());
   const std::string& path = core_->config.rollout.audit_log;
   if (!path.empty()) {
@@ -78,6 +134,149 @@ RolloutManager::RolloutManager(GatewayCore* core) : core_(core) {
 }
 
 RolloutManager::~RolloutManager() = default;
+
+bool RolloutManager::store_ok() const { return store_ok_.load(); }
+
+void RolloutManager::ScheduleSync() {
+  if (sync_scheduled_.exchange(true)) return;
+  boost::asio::post(core_->db_io, [this] {
+    sync_scheduled_.store(false);
+    Sync();
+  });
+}
+
+void RolloutManager::Sync() {
+  std::lock_guard sync_lock(sync_mu_);  // one sync at a time on this gateway
+  std::vector<std::pair<std::string, StoredSample>> out;
+  {
+    std::lock_guard lock(mu_);
+    out.swap(outbox_);
+  }
+  // The samples of this gateway's requests, grouped by rollout.
+  std::map<std::string, std::vector<StoredSample>> by_rollout;
+  for (auto& [id, sample] : out) by_rollout[id].push_back(sample);
+  Status st = Status::Ok();
+  for (const auto& [id, samples] : by_rollout) {
+    if (st.ok()) st = store_->AddSamples(id, samples);
+  }
+  auto active = st.ok() ? store_->Active() : Expected<std::vector<StoredRollout>>(st);
+  auto finished = active.ok() ? store_->Finished(kHistoryKept)
+                              : Expected<std::vector<StoredRollout>>(active.status());
+  if (!finished.ok()) {
+    // The database is away: the samples wait, the splits stay as they are,
+    // and no decision is taken until it is back.
+    if (store_ok_.exchange(false)) {
+      log::Warn("gateway: rollouts frozen (the database is unreachable: {})",
+                finished.status().message());
+    }
+    std::lock_guard lock(mu_);
+    out.insert(out.end(), std::make_move_iterator(outbox_.begin()),
+               std::make_move_iterator(outbox_.end()));
+    if (out.size() > kOutboxKept) out.erase(out.begin(), out.end() - kOutboxKept);
+    outbox_.swap(out);
+    return;
+  }
+  if (!store_ok_.exchange(true)) log::Info("gateway: rollouts resumed (the database is back)");
+  const int64_t wall = WallMs();
+  if (wall >= next_trim_ms_) {
+    next_trim_ms_ = wall + 60'000;
+    // Samples older than any window; a day of them is kept for inspection.
+    (void)store_->Trim(wall - 24 * 3600 * 1000);
+  }
+  std::vector<std::pair<StoredRollout, std::shared_ptr<Rollout>>> current;
+  for (StoredRollout& r : *active) {
+    auto ro = Build(r, true);
+    if (!ro.ok()) {
+      log::Error("gateway: {}", ro.status().message());
+      continue;
+    }
+    if (auto d = (*ro)->Tick(RolloutClock::now())) {
+      StoredRollout next = r;
+      next.stage = (*ro)->stage();
+      next.step = (*ro)->step();
+      next.stage_since_ms = wall;
+      next.version = r.version + 1;
+      next.finished = (*ro)->finished();
+      const Json entry = AuditEntry(**ro, *d, wall);
+      auto won = store_->Decide(next, entry);
+      if (won.ok() && *won) {
+        LocalAudit(**ro, *d, entry);
+        r = next;
+      } else if (won.ok()) {
+        log::Debug("gateway: rollout {}: another gateway decided first", r.id);
+        continue;  // the winner's state arrives with the next sync
+      } else {
+        log::Warn("gateway: rollout {}: decision not written: {}", r.id, won.status().message());
+        continue;
+      }
+    }
+    current.emplace_back(r, std::move(*ro));
+  }
+  Apply(current, *finished);
+}
+
+void RolloutManager::Apply(std::vector<std::pair<StoredRollout, std::shared_ptr<Rollout>>>& current,
+                           const std::vector<StoredRollout>& finished) {
+  std::vector<std::vector<std::shared_ptr<Rollout>>> history(tiers_.size());
+  for (const StoredRollout& r : finished) {
+    const int t = FindTier(core_->config, r.tier);
+    if (t < 0) continue;
+    if (auto ro = Build(r, false); ro.ok()) history[t].push_back(std::move(*ro));
+  }
+  std::lock_guard lock(mu_);
+  std::vector<bool> seen(tiers_.size(), false);
+  for (auto& [record, ro] : current) {
+    const int t = FindTier(core_->config, record.tier);
+    if (t < 0) continue;
+    TierSlot& slot = *tiers_[t];
+    seen[t] = true;
+    if (ro->finished()) {
+      slot.rollout.reset();
+      slot.candidate.reset();
+      slot.candidate_of.clear();
+      continue;
+    }
+    if (slot.candidate_of != record.id) {
+      // A rollout this gateway has not served yet (another gateway started
+      // it, or this one just did): the candidate's clients, hot from here on.
+      auto cand = MakeCandidate(t, ro->spec());
+      if (!cand.ok()) {
+        log::Error("gateway: rollout {}: {}", record.id, cand.status().message());
+        continue;
+      }
+      slot.candidate = std::move(*cand);
+      slot.candidate_of = record.id;
+    }
+    slot.rollout = ro;
+    slot.record = record;
+  }
+  for (size_t t = 0; t < tiers_.size(); ++t) {
+    if (!seen[t]) {
+      tiers_[t]->rollout.reset();
+      tiers_[t]->candidate.reset();
+      tiers_[t]->candidate_of.clear();
+    }
+    tiers_[t]->history = std::move(history[t]);
+  }
+}
+
+Expected<std::shared_ptr<TierRuntime>> RolloutManager::MakeCandidate(int t,
+                                                                     const RolloutSpec& spec) {
+  // The candidate's config and runtime in one allocation (CandidateSet).
+  auto set = std::make_shared<CandidateSet>();
+  set->config = core_->config.tiers[t];
+  set->config.upstreams = spec.upstreams;
+  set->config.model = spec.model;
+  std::vector<std::string> names;
+  for (const UpstreamConfig& u : spec.upstreams) names.push_back(ReplicaName(u.url));
+  set->runtime = std::make_unique<TierRuntime>(names, MakePickerOptions(core_->config.replicas));
+  set->runtime->index = t;
+  set->runtime->config = &set->config;
+  set->runtime->names = names;
+  set->runtime->model = spec.model;
+  RETURN_IF_ERROR(AddUpstreamClients(*core_, set->config, set->runtime.get()));
+  return std::shared_ptr<TierRuntime>(set, set->runtime.get());
+}
 
 RolloutArm RolloutManager::Assign(int tier, double dice, double dice2) {
   std::lock_guard lock(mu_);
@@ -96,18 +295,23 @@ RolloutArm RolloutManager::Assign(int tier, double dice, double dice2) {
 
 void RolloutManager::Record(const RolloutArm& arm, bool candidate, const ArmSample& sample) {
   if (!arm.rollout) return;
-  std::lock_guard lock(mu_);
-  arm.rollout->Record(candidate, sample);
-  if (auto d = arm.rollout->Tick(RolloutClock::now())) Audit(*arm.rollout, *d);
+  StoredSample s;
+  s.candidate = candidate;
+  s.time_ms = WallOf(sample.time, RolloutClock::now(), WallMs());
+  s.status = sample.status;
+  s.ttft_ms = sample.ttft_ms;
+  s.tpot_ms = sample.tpot_ms;
+  s.so_valid = sample.so_valid;
+  {
+    std::lock_guard lock(mu_);
+    outbox_.emplace_back(arm.rollout_id, s);
+  }
+  // Decided at once (every gateway's samples count): a breach sends new
+  // requests to the baseline without waiting for the next tick.
+  ScheduleSync();
 }
 
-void RolloutManager::Tick() {
-  std::lock_guard lock(mu_);
-  for (auto& slot : tiers_) {
-    if (!slot->rollout) continue;
-    if (auto d = slot->rollout->Tick(RolloutClock::now())) Audit(*slot->rollout, *d);
-  }
-}
+void RolloutManager::Tick() { ScheduleSync(); }
 
 std::vector<std::shared_ptr<TierRuntime>> RolloutManager::Candidates() {
   std::lock_guard lock(mu_);
@@ -121,17 +325,16 @@ std::vector<std::shared_ptr<TierRuntime>> RolloutManager::Candidates() {
 // --- Audit. ---
 
 void RolloutManager::WriteAudit(Json entry) {
+  // The shared log is the database's; the file has this gateway's decisions.
   log::Info("gateway: rollout audit: {}", entry.dump());
+  std::lock_guard lock(file_mu_);
   if (audit_file_) {
     audit_file_ << entry.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
     audit_file_.flush();
   }
-  audit_.push_back(std::move(entry));
-  if (audit_.size() > kAuditKept) audit_.pop_front();
 }
 
-void RolloutManager::Audit(const Rollout& r, const RolloutDecision& d) {
-  const int64_t now = NowUnixMs();
+Json RolloutManager::AuditEntry(const Rollout& r, const RolloutDecision& d, int64_t now) {
   Json e = {{"time", FormatRfc3339Ms(now)}, {"time_unix_ms", now},  {"rollout", r.id()},
             {"tier", r.spec().tier},        {"who", d.who},         {"action", d.action},
             {"from", StageName(d.from)},    {"to", StageName(d.to)}};
@@ -145,23 +348,24 @@ void RolloutManager::Audit(const Rollout& r, const RolloutDecision& d) {
     e["limit"] = d.limit;
   }
   if (!d.detail.empty()) e["detail"] = d.detail;
-  if (core_->metrics) {
-    CountDecision(core_->registry, r.spec().tier, d.action);
-  }
-  WriteAudit(std::move(e));
+  return e;
+}
+
+void RolloutManager::LocalAudit(const Rollout& r, const RolloutDecision& d, Json entry) {
+  if (core_->metrics) CountDecision(core_->registry, r.spec().tier, d.action);
+  WriteAudit(std::move(entry));
 }
 
 void RolloutManager::AuditRefusal(const std::string& tier, const std::string& who,
                                   const std::string& why) {
   const int64_t now = NowUnixMs();
   CountDecision(core_->registry, tier, "refused");
-  WriteAudit({{"time", FormatRfc3339Ms(now)},
-              {"time_unix_ms", now},
-              {"tier", tier},
-              {"who", who},
-              {"action", "refused"},
-              {"stage", "gate"},
-              {"detail", why}});
+  Json entry = {{"time", FormatRfc3339Ms(now)}, {"time_unix_ms", now}, {"tier", tier}, {"who", who},
+                {"action", "refused"},          {"stage", "gate"},     {"detail", why}};
+  if (Status st = store_->AuditAlone(entry, now); !st.ok()) {
+    log::Warn("gateway: rollout audit entry not stored: {}", st.message());
+  }
+  WriteAudit(std::move(entry));
 }
 
 // --- Shadow pairs. ---
@@ -317,10 +521,18 @@ void RolloutManager::Judged(const std::shared_ptr<ShadowPair>& pair) {
   jp.baseline = pair->baseline;
   jp.candidate = pair->candidate;
   auto done = [this, pair](const JudgeVerdict& v) {
-    std::lock_guard lock(mu_);
     if (!v.Decided()) return;  // the judge failed: no score either way
-    pair->rollout->RecordJudge(v.Score(), v.position_inconsistent);
-    if (auto d = pair->rollout->Tick(RolloutClock::now())) Audit(*pair->rollout, *d);
+    StoredSample s;
+    s.judge = true;
+    s.candidate = true;
+    s.time_ms = WallMs();
+    s.score = v.Score();
+    s.inconsistent = v.position_inconsistent;
+    {
+      std::lock_guard lock(mu_);
+      outbox_.emplace_back(pair->rollout->id(), s);
+    }
+    ScheduleSync();
   };
   JudgeVerdict checked = CheckPair(jp);
   Judge* judge = nullptr;
@@ -375,10 +587,18 @@ void RolloutManager::HandleAdmin(http::Request&& req, std::shared_ptr<http::Resp
     return SendJson(*res, 200, StatusJson());
   }
   if (req.method == "GET" && p == "/admin/audit") {
-    std::lock_guard lock(mu_);
-    Json data = Json::array();
-    for (const Json& e : audit_) data.push_back(e);
-    return SendJson(*res, 200, {{"object", "list"}, {"data", data}});
+    // Every gateway's decisions, from the database.
+    return boost::asio::post(core_->db_io, [this, res] {
+      auto entries = store_->Audit(kAuditKept);
+      if (!entries.ok()) {
+        return http::SendOpenAiError(
+            *res, 503, "server_error",
+            "the audit log cannot be read now: " + entries.status().message(), "store_unavailable");
+      }
+      Json data = Json::array();
+      for (Json& e : *entries) data.push_back(std::move(e));
+      SendJson(*res, 200, {{"object", "list"}, {"data", data}});
+    });
   }
   Json body = Json::parse(req.body, nullptr, false);
   if (!body.is_object()) {
@@ -386,8 +606,12 @@ void RolloutManager::HandleAdmin(http::Request&& req, std::shared_ptr<http::Resp
                                  "the request body is not a JSON object", "invalid_json");
   }
   if (p == "/admin/rollouts") return Start(body, who, res);
-  if (p == "/admin/rollouts/promote") return Operator(body, true, who, *res);
-  if (p == "/admin/rollouts/abort") return Operator(body, false, who, *res);
+  if (p == "/admin/rollouts/promote" || p == "/admin/rollouts/abort") {
+    const bool promote = p == "/admin/rollouts/promote";
+    return boost::asio::post(core_->db_io, [this, body = std::move(body), promote, who, res] {
+      Operator(body, promote, who, *res);
+    });
+  }
   http::SendOpenAiError(*res, 404, "invalid_request_error", "no such admin route", "not_found");
 }
 
@@ -444,23 +668,13 @@ void RolloutManager::Start(const Json& body, const std::string& who,
                                    "rollout_in_progress");
     }
   }
-  // The candidate's clients, hot from here on.
-  auto set = std::make_shared<CandidateSet>();
-  set->config = core_->config.tiers[t];
-  set->config.upstreams = spec->upstreams;
-  set->config.model = spec->model;
-  std::vector<std::string> names;
-  for (const UpstreamConfig& u : spec->upstreams) names.push_back(ReplicaName(u.url));
-  set->runtime = std::make_unique<TierRuntime>(names, MakePickerOptions(core_->config.replicas));
-  set->runtime->index = t;
-  set->runtime->config = &set->config;
-  set->runtime->names = names;
-  set->runtime->model = spec->model;
-  if (Status st = AddUpstreamClients(*core_, set->config, set->runtime.get()); !st.ok()) {
-    return http::SendOpenAiError(*res, 400, "invalid_request_error", st.message(),
+  // The candidate's clients: the gate asks its upstreams what they serve.
+  auto made = MakeCandidate(t, *spec);
+  if (!made.ok()) {
+    return http::SendOpenAiError(*res, 400, "invalid_request_error", made.status().message(),
                                  "invalid_rollout");
   }
-  std::shared_ptr<TierRuntime> cand(set, set->runtime.get());
+  std::shared_ptr<TierRuntime> cand = std::move(*made);
 
   struct Pending {
     std::mutex mu;
@@ -505,31 +719,54 @@ void RolloutManager::Start(const Json& body, const std::string& who,
         std::lock_guard ml(cand->mu);
         if (cand->model.empty()) cand->model = pending->model;
       }
-      std::lock_guard lock(mu_);
-      TierSlot& slot = *tiers_[t];
-      if (slot.rollout && !slot.rollout->finished()) {
-        return http::SendOpenAiError(*res, 409, "invalid_request_error",
-                                     "another rollout started meanwhile", "rollout_in_progress");
-      }
-      if (slot.rollout) {
-        slot.history.push_back(std::move(slot.rollout));
-        if (slot.history.size() > kHistoryKept) slot.history.pop_front();
-      }
-      const auto now = RolloutClock::now();
-      const std::string id =
-          fmt::format("ro-{}-{}-{}", shared_spec->tier, core_->created_unix, ++next_id_);
-      slot.rollout = std::make_shared<Rollout>(id, *shared_spec, who, now);
-      slot.candidate = cand;
-      RolloutDecision d;
-      d.action = "start";
-      d.who = who;
-      d.from = d.to = slot.rollout->stage();
-      d.step = slot.rollout->step();
-      d.detail = fmt::format(
-          "candidate {} passed the gate",
-          StringOr(shared_spec->gate_report.value("serving_key", Json()), "id", pending->model));
-      Audit(*slot.rollout, d);
-      SendJson(*res, 201, slot.rollout->StatusJson(now));
+      if (shared_spec->model.empty()) shared_spec->model = pending->model;
+      boost::asio::post(core_->db_io, [this, shared_spec, cand, who, res, t, key = pending->model] {
+        // The shared record: every gateway picks it up on its next sync.
+        const int64_t wall = WallMs();
+        const std::string id =
+            fmt::format("ro-{}-{}", shared_spec->tier, http::RandomItemId("").substr(0, 10));
+        auto ro = std::make_shared<Rollout>(id, *shared_spec, who, RolloutClock::now());
+        StoredRollout r;
+        r.id = id;
+        r.tier = shared_spec->tier;
+        r.started_by = who;
+        r.spec = RolloutSpecRecord(*shared_spec);
+        r.started_ms = wall;
+        r.stage = ro->stage();
+        r.step = ro->step();
+        r.stage_since_ms = wall;
+        r.version = 1;
+        RolloutDecision d;
+        d.action = "start";
+        d.who = who;
+        d.from = d.to = ro->stage();
+        d.step = ro->step();
+        d.detail =
+            fmt::format("candidate {} passed the gate",
+                        StringOr(shared_spec->gate_report.value("serving_key", Json()), "id", key));
+        const Json entry = AuditEntry(*ro, d, wall);
+        Status st = store_->Insert(r, entry);
+        if (!st.ok()) {
+          if (st.code() == StatusCode::kInvalidArgument) {
+            return http::SendOpenAiError(*res, 409, "invalid_request_error", st.message(),
+                                         "rollout_in_progress");
+          }
+          return http::SendOpenAiError(*res, 503, "server_error",
+                                       "the rollout cannot be stored now: " + st.message(),
+                                       "store_unavailable");
+        }
+        LocalAudit(*ro, d, entry);
+        {
+          std::lock_guard lock(mu_);
+          TierSlot& slot = *tiers_[t];
+          slot.rollout = ro;
+          slot.record = r;
+          slot.candidate = cand;  // checked at the gate: kept, not built again
+          slot.candidate_of = id;
+        }
+        SendJson(*res, 201, ro->StatusJson(RolloutClock::now()));
+        ScheduleSync();
+      });
     });
   }
 }
@@ -539,33 +776,70 @@ Json RolloutManager::StatusJson() {
   const auto now = RolloutClock::now();
   for (auto& slot : tiers_) {
     if (slot->rollout) data.push_back(slot->rollout->StatusJson(now));
-    for (auto it = slot->history.rbegin(); it != slot->history.rend(); ++it) {
-      data.push_back((*it)->StatusJson(now));
-    }
+    for (const auto& h : slot->history) data.push_back(h->StatusJson(now));
   }
-  return {{"object", "list"}, {"data", data}, {"judge_skipped_busy", judge_skipped_}};
+  return {{"object", "list"},
+          {"data", data},
+          {"judge_skipped_busy", judge_skipped_},
+          {"store", store_ok_.load() ? "ok" : "unreachable (rollouts frozen)"}};
 }
 
+// On a database thread: the decision is taken on the shared record as it is
+// now, and written only if no gateway changed it meanwhile (then it is taken
+// again on the new record).
 void RolloutManager::Operator(const Json& body, bool promote, const std::string& who,
                               http::Responder& res) {
   const std::string tier = StringOr(body, "tier", "");
-  const int t = FindTier(core_->config, tier);
-  if (t < 0)
+  if (FindTier(core_->config, tier) < 0)
     return http::SendOpenAiError(res, 404, "invalid_request_error",
                                  fmt::format("no tier '{}'", tier), "tier_not_found");
-  std::lock_guard lock(mu_);
-  TierSlot& slot = *tiers_[t];
-  if (!slot.rollout) {
-    return http::SendOpenAiError(res, 409, "invalid_request_error",
-                                 fmt::format("tier '{}' has no rollout", tier), "no_rollout");
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto active = store_->Active();
+    if (!active.ok()) {
+      return http::SendOpenAiError(res, 503, "server_error",
+                                   "the rollouts cannot be read now: " + active.status().message(),
+                                   "store_unavailable");
+    }
+    const StoredRollout* r = nullptr;
+    for (const StoredRollout& a : *active) {
+      if (a.tier == tier) r = &a;
+    }
+    if (r == nullptr) {
+      return http::SendOpenAiError(res, 409, "invalid_request_error",
+                                   fmt::format("tier '{}' has no rollout", tier), "no_rollout");
+    }
+    auto ro = Build(*r, true);
+    if (!ro.ok()) {
+      return http::SendOpenAiError(res, 500, "server_error", ro.status().message(),
+                                   "rollout_state");
+    }
+    const auto now = RolloutClock::now();
+    auto d = promote ? (*ro)->Promote(who, now) : (*ro)->Abort(who, now);
+    if (!d.ok())
+      return http::SendOpenAiError(res, 409, "invalid_request_error", d.status().message(),
+                                   "rollout_state");
+    const int64_t wall = WallMs();
+    StoredRollout next = *r;
+    next.stage = (*ro)->stage();
+    next.step = (*ro)->step();
+    next.stage_since_ms = wall;
+    next.version = r->version + 1;
+    next.finished = (*ro)->finished();
+    const Json entry = AuditEntry(**ro, *d, wall);
+    auto won = store_->Decide(next, entry);
+    if (!won.ok()) {
+      return http::SendOpenAiError(res, 503, "server_error",
+                                   "the decision cannot be stored now: " + won.status().message(),
+                                   "store_unavailable");
+    }
+    if (!*won) continue;  // another gateway decided first: decide again on its state
+    LocalAudit(**ro, *d, entry);
+    SendJson(res, 200, (*ro)->StatusJson(now));
+    ScheduleSync();
+    return;
   }
-  const auto now = RolloutClock::now();
-  auto d = promote ? slot.rollout->Promote(who, now) : slot.rollout->Abort(who, now);
-  if (!d.ok())
-    return http::SendOpenAiError(res, 409, "invalid_request_error", d.status().message(),
-                                 "rollout_state");
-  Audit(*slot.rollout, *d);
-  SendJson(res, 200, slot.rollout->StatusJson(now));
+  http::SendOpenAiError(res, 409, "invalid_request_error",
+                        "the rollout kept changing under this request; try again", "rollout_state");
 }
 
 }  // namespace brisk::gateway

@@ -12,18 +12,28 @@
 //   GET  /admin/rollouts           every rollout's status (live windows)
 //   POST /admin/rollouts/promote   {"tier"}: next stage now
 //   POST /admin/rollouts/abort     {"tier"}: all traffic back to the baseline
-//   GET  /admin/audit              the audit log's recent entries
+//   GET  /admin/audit              the audit log's recent entries (every gateway's)
 //
-// Every decision (start, refusal at the gate, advance, promote, rollback,
-// abort) is written to the audit log (rollout.audit_log, JSON lines): when,
-// who (the admin key, or "auto"), what, and for automatic decisions the
-// metric, its value and its limit.
+// Shared by every gateway on the ledger's database (rollout_store.h): a
+// rollout started through one gateway runs on all of them; each writes its
+// samples there and decides on everyone's, and a decision (advance,
+// promote, rollback, abort) is taken once, by whichever gateway writes it
+// first. Each gateway syncs when a sample arrives and on every tick
+// (rollout.tick_s): it writes its samples, reads the rollouts, takes what
+// decision the fleet's samples call for, and applies the record to its
+// routing. While the database is unreachable, rollouts freeze: the split
+// stays as it was, samples wait (up to 100,000), nothing is decided.
 //
-// Threads: every method is thread-safe. Decisions are taken when a sample
-// arrives (so a breach sends new requests to the baseline at once) and on a
-// timer (stage durations).
+// Every decision and refusal at the gate is written to the shared audit log
+// (and this gateway's own to rollout.audit_log, JSON lines): when, who (the
+// admin key, or "auto"), what, and for automatic decisions the metric, its
+// value and its limit.
+//
+// Threads: every method is thread-safe; the database work runs on the
+// gateway's database threads.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -35,6 +45,7 @@
 #include <vector>
 
 #include "gateway/rollout.h"
+#include "gateway/rollout_store.h"
 #include "http/server.h"
 
 namespace brisk::gateway {
@@ -57,7 +68,7 @@ struct ShadowPair;
 
 class RolloutManager {
  public:
-  explicit RolloutManager(GatewayCore* core);
+  RolloutManager(GatewayCore* core, std::unique_ptr<RolloutStore> store);
   ~RolloutManager();
 
   // For a request entering tier `tier`; `dice` is uniform in [0, 1).
@@ -83,6 +94,13 @@ class RolloutManager {
   void Tick();
   // Health checks of the candidates' replicas (like the tiers').
   std::vector<std::shared_ptr<TierRuntime>> Candidates();
+  // False while the database is unreachable (rollouts frozen).
+  bool store_ok() const;
+  // Writes this gateway's samples, reads every rollout, takes the decisions
+  // due and applies them (blocks on the database). At startup, so a gateway
+  // started late routes by the running rollouts from its first request; then
+  // on every sample and tick, on a database thread.
+  void Sync();
 
  private:
   struct TierSlot;
@@ -91,7 +109,13 @@ class RolloutManager {
   void Operator(const nlohmann::json& body, bool promote, const std::string& who,
                 http::Responder& res);
   nlohmann::json StatusJson();
-  void Audit(const Rollout& r, const RolloutDecision& d);
+  nlohmann::json AuditEntry(const Rollout& r, const RolloutDecision& d, int64_t now_ms);
+  void LocalAudit(const Rollout& r, const RolloutDecision& d, nlohmann::json entry);
+  void ScheduleSync();
+  void Apply(std::vector<std::pair<StoredRollout, std::shared_ptr<Rollout>>>& current,
+             const std::vector<StoredRollout>& finished);
+  Expected<std::shared_ptr<Rollout>> Build(const StoredRollout& r, bool with_samples);
+  Expected<std::shared_ptr<TierRuntime>> MakeCandidate(int tier, const RolloutSpec& spec);
   void AuditRefusal(const std::string& tier, const std::string& who, const std::string& why);
   void WriteAudit(nlohmann::json entry);
   void Judged(const std::shared_ptr<ShadowPair>& pair);
@@ -100,12 +124,17 @@ class RolloutManager {
   GatewayCore* core_;
   std::mutex mu_;
   std::vector<std::unique_ptr<TierSlot>> tiers_;  // one per tier, same order
-  std::deque<nlohmann::json> audit_;              // the last entries, for GET /admin/audit
+  std::unique_ptr<RolloutStore> store_;
+  std::vector<std::pair<std::string, StoredSample>> outbox_;  // samples not yet written
+  std::mutex sync_mu_;
+  std::atomic<bool> sync_scheduled_{false};
+  std::atomic<bool> store_ok_{true};
+  int64_t next_trim_ms_ = 0;  // guarded by sync_mu_
+  std::mutex file_mu_;
   std::ofstream audit_file_;
   std::unique_ptr<Judge> judge_;
   bool judge_busy_ = false;    // an LLM judgement is out
   int64_t judge_skipped_ = 0;  // pairs not sent to the LLM judge because it was busy
-  uint64_t next_id_ = 0;
 };
 
 }  // namespace brisk::gateway

@@ -20,6 +20,7 @@ import time
 import openai
 import pytest
 
+from conftest import skip_or_fail
 from fault_proxy import FaultProxy
 from gateway_util import SMOL, sqlite_rows, start_gateway
 from server_process import ServerProcess
@@ -259,8 +260,8 @@ def regress(brisk_bin, world, mode, structured, extra):
     while, then faulty; returns the rollback's audit entry, the fault's
     time and the callers' results."""
     gw = world["gw"]
-    # The previous test promoted a rollout on this tier; a new gateway
-    # process starts from its config again.
+    # The previous test promoted a rollout on this tier; the fresh_gateway
+    # fixture ended it (the record is shared: a restart alone keeps it).
     proxy = FaultProxy(int(world["candidate"].url.rsplit(":", 1)[1]))
     traffic = Traffic(gw, structured=structured)
     try:
@@ -285,12 +286,19 @@ def regress(brisk_bin, world, mode, structured, extra):
 
 @pytest.fixture
 def fresh_gateway(brisk_bin, world):
-    """A new gateway process on the same config: the tier's baseline again."""
+    """A new gateway process on the same config, its tier's baseline again. The rollouts are
+    in the ledger's database, so the new process picks up a promoted one: ending it
+    (abort) is the operator's step that gives the tier back to its configured set."""
     world["gw"].stop()
     world["gw"] = start_gateway(brisk_bin, world["tmp"] / "gateway.yaml", world["ledger"])
     deadline = time.time() + 30
     while time.time() < deadline and len(json.loads(world["gw"].get("/v1/models")[1])["data"]) < 2:
         time.sleep(0.1)
+    live = [r for r in status(brisk_bin, world["gw"]) if r["stage"] in ("shadow", "canary",
+                                                                         "promoted")]
+    if live:
+        r = rollout(brisk_bin, world["gw"], "abort", "--tier", "small", "--json")
+        assert r.returncode == 0, r.stderr
     return world
 
 
@@ -322,3 +330,77 @@ def test_regressing_candidate_is_rolled_back(brisk_bin, fresh_gateway, mode, str
     base = world["baseline"].url.split("//")[1]
     assert after and all(x[2] == base for x in after), after[:5]
     assert done["candidate_share"] == 0
+
+
+def rollouts_of(gw):
+    code, body = gw.get("/admin/rollouts", headers={"Authorization": f"Bearer {ADMIN}"})
+    assert code == 200, body
+    return {r["id"]: r for r in json.loads(body)["data"]}
+
+
+def test_two_gateways_on_one_postgres_run_one_rollout(brisk_bin, fresh_gateway):
+    """A rollout started through gateway A applies on gateway B (its record is in
+    PostgreSQL); a breach seen only through B's traffic rolls both back, decided once."""
+    from gateway_util import Postgres, pg_available
+    if not pg_available():
+        skip_or_fail("PostgreSQL server binaries (Debian package postgresql)")
+    world = fresh_gateway
+    pg = Postgres(world["tmp"] / "fleet-rollout")
+    gws = [start_gateway(brisk_bin, world["tmp"] / "gateway.yaml", pg.url) for _ in range(2)]
+    ga, gb = gws
+    proxy = FaultProxy(int(world["candidate"].url.rsplit(":", 1)[1]))
+    traffic_a = traffic_b = None
+    try:
+        for g in gws:
+            deadline = time.time() + 30
+            while time.time() < deadline and len(json.loads(g.get("/v1/models")[1])["data"]) < 2:
+                time.sleep(0.1)
+        traffic_a, traffic_b = Traffic(ga), Traffic(gb)
+        r = rollout(brisk_bin, ga, "start", "--tier", "small", "--upstream", proxy.url,
+                    "--gate-dir", str(world["gates"]), "--json", "--shadow", "0:0:0",
+                    "--canary", "0.5:600", "--threshold", "min_samples=4",
+                    "--threshold", "window_s=20", "--threshold", "ttft_p95_slack_ms=300")
+        started = time.time()
+        assert r.returncode == 0, r.stderr
+        ro = json.loads(r.stdout)
+        while ro["id"] not in rollouts_of(gb):
+            assert time.time() - started < 5, "gateway B never saw the rollout"
+            time.sleep(0.02)
+        apply_s = time.time() - started
+        print(f"\nrollout start through A -> applied on B: {apply_s:.3f} s")
+        assert apply_s <= 1.0, apply_s
+        time.sleep(3)  # the canary serves through both
+        a_results = traffic_a.finish()  # from here only B's callers see the candidate
+        traffic_a = None
+        cand = proxy.url.split("//")[1]
+        assert any(x[2] == cand for x in a_results), "A never routed to the candidate"
+        proxy.delay_s = 1.5
+        proxy.mode = "slow"
+        while rollouts_of(ga)[ro["id"]]["stage"] != "rolled_back":
+            assert time.time() - started < 90, rollouts_of(ga)[ro["id"]]
+            time.sleep(0.02)
+        a_applied = time.time()
+        entries = [e for e in audit(brisk_bin, ga) if e.get("rollout") == ro["id"]]
+        rollbacks = [e for e in entries if e["action"] == "rollback"]
+        assert len(rollbacks) == 1 and rollbacks[0]["who"] == "auto", entries
+        assert [e["action"] for e in audit(brisk_bin, gb) if e.get("rollout") == ro["id"]] == \
+            [e["action"] for e in entries]  # one log, the same through both
+        rollback_to_a = a_applied - rollbacks[0]["time_unix_ms"] / 1000
+        print(f"rollback decided -> applied on A (which saw none of the breach): "
+              f"{rollback_to_a:.3f} s")
+        assert rollback_to_a <= 2.0, rollback_to_a
+        # A's new requests all go to the baseline.
+        c = openai.OpenAI(base_url=ga.url + "/v1", api_key="none", max_retries=0)
+        base = world["baseline"].url.split("//")[1]
+        for i in range(4):
+            raw = c.chat.completions.with_raw_response.create(
+                model="small", max_tokens=2, messages=[{"role": "user", "content": f"hi {i}"}])
+            assert raw.headers["x-brisk-upstream"] == base
+    finally:
+        for t in (traffic_a, traffic_b):
+            if t is not None:
+                t.finish()
+        proxy.stop()
+        for g in gws:
+            g.stop()
+        pg.stop()
