@@ -8,6 +8,8 @@
 #                                              # postgresql://postgres@127.0.0.1:PORT/postgres
 #   scripts/pg_test_server.sh stop DIR [MODE]  # stops it and deletes the cluster; MODE fast
 #                                              # (default, a clean shutdown) or immediate
+#   scripts/pg_test_server.sh pause DIR [MODE]   # stops it (MODE fast or immediate), keeps the cluster
+#   scripts/pg_test_server.sh resume DIR PORT    # starts the paused cluster again on PORT
 #   scripts/pg_test_server.sh bindir           # prints the server's bin directory, or exits 3
 #
 # The cluster lives in a fresh directory under /tmp, not in DIR: initdb refuses
@@ -43,7 +45,8 @@ as_owner() {
 }
 
 usage() {
-  echo "usage: $0 start DIR PORT | stop DIR [fast|immediate] | bindir" >&2
+  echo "usage: $0 start DIR PORT | stop DIR [fast|immediate] | pause DIR [fast|immediate] |" \
+    "resume DIR PORT | bindir" >&2
   exit 2
 }
 
@@ -101,6 +104,21 @@ case "$cmd" in
     cp "$cluster/server.log" "$dir/server.log" 2>/dev/null || true
     rm -rf "$cluster"
     rm -f "$dir/cluster"
+    ;;
+  pause)
+    [[ $# -eq 2 || $# -eq 3 ]] || usage
+    mode=${3:-fast}
+    [[ $mode == fast || $mode == immediate ]] || usage
+    cluster=$(cat "$2/cluster")
+    bin=$(bindir) || not_installed
+    as_owner "$bin/pg_ctl" -D "$cluster/data" -m "$mode" -w -t 60 stop >/dev/null
+    ;;
+  resume)
+    [[ $# -eq 3 ]] || usage
+    cluster=$(cat "$2/cluster")
+    bin=$(bindir) || not_installed
+    as_owner "$bin/pg_ctl" -D "$cluster/data" -l "$cluster/server.log" -w -t 60 \
+      -o "-p $3 -k $cluster -c listen_addresses=127.0.0.1 -c max_connections=50" start >/dev/null
     ;;
   *)
     usage

@@ -55,7 +55,10 @@ int RunGateway(const GatewayFlags& f) {
   if (f.port >= 0) cfg->server.port = f.port;
   if (!f.ledger.empty()) cfg->ledger.url = f.ledger;
 
-  auto ledger = gateway::OpenLedger(cfg->ledger.url);
+  // A PostgreSQL ledger may go away: its rows wait in the local spool meanwhile.
+  const bool remote = cfg->ledger.url.starts_with("postgres");
+  auto ledger = gateway::OpenLedger(cfg->ledger.url, gateway::LedgerMode::kReadWrite,
+                                    remote ? cfg->ledger.spool_path : "");
   if (!ledger.ok()) return Fail(ledger.status().WithContext("ledger"));
   const std::string host = cfg->server.host;
   const size_t tiers = cfg->tiers.size();

@@ -55,13 +55,17 @@ ON CONFLICT (kind, name, period, window_start_ms) DO NOTHING)sql",
                      column);
 }
 
-constexpr const char* kWindowState = R"sql(
-SELECT w.spent_usd,
-       (SELECT COALESCE(SUM(r.usd), 0) FROM brisk_budget_reservations r
-        WHERE r.kind = w.kind AND r.name = w.name AND r.period = w.period
-          AND r.window_start_ms = w.window_start_ms AND r.expires_ms > $5)
-FROM brisk_budget_windows w
-WHERE w.kind = $1 AND w.name = $2 AND w.period = $3 AND w.window_start_ms = $4)sql";
+// The window's row, locked (FOR UPDATE on PostgreSQL) by the first statement; the
+// reservations read by a second one. Under READ COMMITTED each statement sees what
+// was committed when it began, so the sum read after the lock is granted includes
+// every reservation of the transactions that held it before (one statement would
+// read them as of before its wait).
+constexpr const char* kWindowSpent = R"sql(
+SELECT spent_usd FROM brisk_budget_windows
+WHERE kind = $1 AND name = $2 AND period = $3 AND window_start_ms = $4)sql";
+constexpr const char* kWindowReserved = R"sql(
+SELECT COALESCE(SUM(usd), 0) FROM brisk_budget_reservations
+WHERE kind = $1 AND name = $2 AND period = $3 AND window_start_ms = $4 AND expires_ms > $5)sql";
 
 constexpr const char* kInsertReservation = R"sql(
 INSERT INTO brisk_budget_reservations (id, kind, name, period, window_start_ms, usd, expires_ms)
@@ -124,10 +128,14 @@ Expected<std::pair<double, double>> WindowState(SqlTx& tx, bool is_feature, cons
   RETURN_IF_ERROR(tx.Run(SeedWindowSql(is_feature ? "feature" : "api_key_name"),
                          {kind, name, w.period, w.start_ms})
                       .status());
-  ASSIGN_OR_RETURN(SqlRows r, tx.Run(std::string(kWindowState) + (lock ? tx.ForUpdate() : ""),
-                                     {kind, name, w.period, w.start_ms, now_ms}));
-  if (r.rows.empty()) return Internal("budget window {} '{}' {} vanished", kind, name, w.period);
-  return std::pair<double, double>{ParseDouble(r.rows[0][0]), ParseDouble(r.rows[0][1])};
+  ASSIGN_OR_RETURN(SqlRows spent, tx.Run(std::string(kWindowSpent) + (lock ? tx.ForUpdate() : ""),
+                                         {kind, name, w.period, w.start_ms}));
+  if (spent.rows.empty()) {
+    return Internal("budget window {} '{}' {} vanished", kind, name, w.period);
+  }
+  ASSIGN_OR_RETURN(SqlRows reserved,
+                   tx.Run(kWindowReserved, {kind, name, w.period, w.start_ms, now_ms}));
+  return std::pair<double, double>{ParseDouble(spent.rows[0][0]), ParseDouble(reserved.rows[0][0])};
 }
 
 }  // namespace

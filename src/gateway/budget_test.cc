@@ -286,6 +286,8 @@ void RaceTwoGateways(Budgets& a, Budgets& b) {
           continue;
         }
         ++admitted;
+        // In flight a while, so other admissions must see this reservation.
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
         g.Settle(*r, "ci", "chat", 0.25, now);  // cost == estimate
       }
     });

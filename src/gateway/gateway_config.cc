@@ -177,7 +177,9 @@ std::vector<Section> BuildSchema(const Reader& r, GatewayConfig& c) {
            {"max_attempts", r.Int(&p.max_attempts, 1, 16)},
            {"connect_timeout_s", r.Seconds(&p.connect_timeout_s, true, 600)},
        }},
-      {"ledger", {{"url", r.String(&c.ledger.url, false)}}},
+      {"ledger",
+       {{"url", r.String(&c.ledger.url, false)},
+        {"spool_path", r.String(&c.ledger.spool_path, true)}}},
       {"responses",
        {
            {"max_entries", r.Int(&c.responses.max_entries, 1, int64_t{1} << 30)},

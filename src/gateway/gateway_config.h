@@ -91,6 +91,8 @@ struct GatewayConfig {
   } replicas;
   struct Ledger {
     std::string url = "brisk-ledger.db";  // SQLite path/URL or postgresql://...
+    // Rows of completed requests while the database is away (ledger.h OpenLedger).
+    std::string spool_path = "brisk-ledger.spool.jsonl";
     bool operator==(const Ledger&) const = default;
   } ledger;
   std::vector<BudgetConfig> budgets;

@@ -598,7 +598,9 @@ http::RouteTable Routes(const std::shared_ptr<GatewayCore>& core) {
   auto ready = to([](const std::shared_ptr<GatewayCore>& c, http::Request&&,
                      std::shared_ptr<http::Responder> res) {
     if (c->draining.load()) return SendJson(*res, 503, {{"status", "draining"}});
-    SendJson(*res, 200, {{"status", "ready"}});
+    // Still ready without the database (the gateway keeps serving); the state is shown.
+    SendJson(*res, 200,
+             {{"status", "ready"}, {"database", c->rollouts->store_ok() ? "ok" : "unreachable"}});
   });
   auto metrics = to([](const std::shared_ptr<GatewayCore>& c, http::Request&&,
                        std::shared_ptr<http::Responder> res) {
@@ -639,6 +641,13 @@ http::RouteTable Routes(const std::shared_ptr<GatewayCore>& core) {
 
 void RegisterGauges(const std::shared_ptr<GatewayCore>& core) {
   std::weak_ptr<GatewayCore> weak = core;
+  core->registry.AddCallbackGauge(
+      "brisk_gateway_database_up",
+      "1 while the shared database (rollouts, budgets, stored responses) answered the last sync.",
+      {}, [weak] {
+        auto c = weak.lock();
+        return c && c->rollouts && c->rollouts->store_ok() ? 1.0 : 0.0;
+      });
   core->registry.AddCallbackGauge("brisk_gateway_active_requests", "Requests in flight.", {},
                                   [weak] {
                                     auto c = weak.lock();

@@ -1,12 +1,21 @@
 // OpenLedger and the group-commit writer shared by both stores.
 #include "gateway/ledger.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
+#include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -47,6 +56,67 @@ void CleanRow(LedgerRow* row) {
   if (!std::isfinite(row->total_ms)) row->total_ms = 0;
 }
 
+// A spooled row: one JSON object per line, the columns by name.
+nlohmann::json SpoolJson(const LedgerRow& r) {
+  return {{"time_unix_ms", r.time_unix_ms},
+          {"request_id", r.request_id},
+          {"tenant", r.tenant},
+          {"api_key_name", r.api_key_name},
+          {"feature", r.feature},
+          {"tier", r.tier},
+          {"upstream", r.upstream},
+          {"model", r.model},
+          {"endpoint", r.endpoint},
+          {"prompt_tokens", r.tokens.prompt},
+          {"cached_tokens", r.tokens.cached},
+          {"completion_tokens", r.tokens.output},
+          {"cost_usd", r.cost_usd},
+          {"status", r.status},
+          {"outcome", r.outcome},
+          {"stream", r.stream},
+          {"ttft_ms", r.ttft_ms},
+          {"total_ms", r.total_ms},
+          {"attempts", r.attempts},
+          {"escalations", r.escalations},
+          {"finish_reason", r.finish_reason},
+          {"shadow", r.shadow},
+          {"rollout", r.rollout}};
+}
+
+std::optional<LedgerRow> RowOfSpool(const std::string& line) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object()) return std::nullopt;  // a line cut by a crash mid-write
+  LedgerRow r;
+  try {
+    r.time_unix_ms = j.at("time_unix_ms").get<int64_t>();
+    r.request_id = j.at("request_id").get<std::string>();
+    r.tenant = j.at("tenant").get<std::string>();
+    r.api_key_name = j.at("api_key_name").get<std::string>();
+    r.feature = j.at("feature").get<std::string>();
+    r.tier = j.at("tier").get<std::string>();
+    r.upstream = j.at("upstream").get<std::string>();
+    r.model = j.at("model").get<std::string>();
+    r.endpoint = j.at("endpoint").get<std::string>();
+    r.tokens.prompt = j.at("prompt_tokens").get<int64_t>();
+    r.tokens.cached = j.at("cached_tokens").get<int64_t>();
+    r.tokens.output = j.at("completion_tokens").get<int64_t>();
+    r.cost_usd = j.at("cost_usd").get<double>();
+    r.status = j.at("status").get<int>();
+    r.outcome = j.at("outcome").get<std::string>();
+    r.stream = j.at("stream").get<bool>();
+    r.ttft_ms = j.at("ttft_ms").get<double>();
+    r.total_ms = j.at("total_ms").get<double>();
+    r.attempts = j.at("attempts").get<int32_t>();
+    r.escalations = j.at("escalations").get<int32_t>();
+    r.finish_reason = j.at("finish_reason").get<std::string>();
+    r.shadow = j.at("shadow").get<bool>();
+    r.rollout = j.at("rollout").get<std::string>();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return r;
+}
+
 struct Pending {
   LedgerRow row;
   DurableCallback durable;
@@ -59,7 +129,17 @@ struct Pending {
 // rate.
 class GroupCommitLedger final : public Ledger {
  public:
-  explicit GroupCommitLedger(std::unique_ptr<LedgerStore> store) : store_(std::move(store)) {
+  GroupCommitLedger(std::unique_ptr<LedgerStore> store, std::string spool_path)
+      : store_(std::move(store)), spool_path_(std::move(spool_path)) {
+    if (!spool_path_.empty()) {
+      std::ifstream in(spool_path_);
+      std::string line;
+      while (std::getline(in, line)) ++stats_.spool_rows;
+      if (stats_.spool_rows > 0) {
+        log::Warn("cost ledger: {} row(s) spooled in {} by an earlier run; writing them",
+                  stats_.spool_rows, spool_path_);
+      }
+    }
     writer_ = std::thread([this] { WriterLoop(); });
   }
 
@@ -106,8 +186,21 @@ class GroupCommitLedger final : public Ledger {
     std::vector<DurableCallback> callbacks;
     std::unique_lock lock(mu_);
     for (;;) {
-      wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
+      // With rows in the spool the writer wakes every second to write them.
+      if (stats_.spool_rows > 0) {
+        wake_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_ || !queue_.empty(); });
+        if (stats_.spool_rows > 0) {
+          lock.unlock();
+          Unspool();
+          lock.lock();
+        }
+      } else {
+        wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      }
+      if (queue_.empty()) {
+        if (stop_) return;  // stopping, nothing left
+        continue;
+      }
       const size_t n = std::min<size_t>(queue_.size(), kLedgerMaxBatchRows);
       rows.clear();
       callbacks.clear();
@@ -144,6 +237,15 @@ class GroupCommitLedger final : public Ledger {
       ++transactions_;
       return std::vector<Status>(rows.size());
     }
+    if (st.code() == StatusCode::kUnavailable && !spool_path_.empty()) {
+      Status spooled = Spool(rows);
+      if (spooled.ok()) {
+        log::Warn("cost ledger: {} row(s) spooled to {} (the database is away: {})", rows.size(),
+                  spool_path_, st.message());
+        return std::vector<Status>(rows.size());
+      }
+      log::Error("cost ledger: {} row(s) not spooled: {}", rows.size(), spooled.message());
+    }
     if (st.code() != StatusCode::kInvalidArgument || rows.size() == 1) {
       log::Error("cost ledger: {} row(s) not written: {}", rows.size(), st.message());
       return std::vector<Status>(rows.size(), st);
@@ -164,7 +266,71 @@ class GroupCommitLedger final : public Ledger {
     return results;
   }
 
+  // Appends `rows` to the spool and fsyncs it (writer thread).
+  Status Spool(const std::vector<LedgerRow>& rows) {
+    std::string text;
+    for (const LedgerRow& r : rows) {
+      text += SpoolJson(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      text += '\n';
+    }
+    const int fd = ::open(spool_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+      return Internal("cannot open the ledger spool {}: {}", spool_path_, strerror(errno));
+    // Gateways sharing a spool file (one directory) append and empty it in turn.
+    ::flock(fd, LOCK_EX);
+    size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        ::close(fd);
+        return Internal("cannot write the ledger spool {}: {}", spool_path_, strerror(errno));
+      }
+      done += static_cast<size_t>(n);
+    }
+    const bool synced = ::fsync(fd) == 0;
+    ::close(fd);
+    if (!synced) return Internal("cannot fsync the ledger spool {}", spool_path_);
+    std::lock_guard lock(mu_);
+    stats_.rows_spooled += static_cast<int64_t>(rows.size());
+    stats_.spool_rows += static_cast<int64_t>(rows.size());
+    return Status::Ok();
+  }
+
+  // Writes the spooled rows to the database and empties the spool; leaves it
+  // as it is while the database is still away (writer thread).
+  void Unspool() {
+    const int lock_fd = ::open(spool_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd < 0) return;
+    ::flock(lock_fd, LOCK_EX);  // released by close: no row is appended between read and empty
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{lock_fd};
+    std::vector<LedgerRow> rows;
+    {
+      std::ifstream in(spool_path_);
+      std::string line;
+      while (std::getline(in, line)) {
+        if (auto r = RowOfSpool(line)) rows.push_back(std::move(*r));
+      }
+    }
+    for (size_t i = 0; i < rows.size(); i += kLedgerMaxBatchRows) {
+      const size_t n = std::min<size_t>(kLedgerMaxBatchRows, rows.size() - i);
+      if (!store_->InsertBatch(std::span<const LedgerRow>(rows.data() + i, n)).ok()) return;
+    }
+    if (::ftruncate(lock_fd, 0) != 0 || ::fsync(lock_fd) != 0) {
+      log::Error("cost ledger: cannot empty the spool {}: {}", spool_path_, strerror(errno));
+      return;
+    }
+    log::Info("cost ledger: {} spooled row(s) written to the database", rows.size());
+    std::lock_guard lock(mu_);
+    stats_.rows_unspooled += static_cast<int64_t>(rows.size());
+    stats_.spool_rows = 0;
+  }
+
   std::unique_ptr<LedgerStore> store_;
+  const std::string spool_path_;
   mutable std::mutex mu_;
   std::condition_variable wake_;         // rows queued, or stop
   std::condition_variable finished_cv_;  // rows finished (Flush)
@@ -214,8 +380,9 @@ bool IEquals(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-std::unique_ptr<Ledger> NewGroupCommitLedger(std::unique_ptr<LedgerStore> store) {
-  return std::make_unique<GroupCommitLedger>(std::move(store));
+std::unique_ptr<Ledger> NewGroupCommitLedger(std::unique_ptr<LedgerStore> store,
+                                             std::string spool_path) {
+  return std::make_unique<GroupCommitLedger>(std::move(store), std::move(spool_path));
 }
 
 std::string RedactLedgerUrl(std::string_view url) {
@@ -252,7 +419,8 @@ std::string RedactLedgerUrl(std::string_view url) {
   return out;
 }
 
-Expected<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, LedgerMode mode) {
+Expected<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, LedgerMode mode,
+                                             const std::string& spool_path) {
   if (url.empty()) {
     return InvalidArgument("empty cost ledger URL (a SQLite path or postgresql://...)");
   }
@@ -276,7 +444,7 @@ Expected<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, LedgerMode 
   if (mode == LedgerMode::kReadOnly) {
     return std::unique_ptr<Ledger>(std::make_unique<ReadOnlyLedger>(std::move(store).value()));
   }
-  return NewGroupCommitLedger(std::move(store).value());
+  return NewGroupCommitLedger(std::move(store).value(), spool_path);
 }
 
 }  // namespace brisk::gateway

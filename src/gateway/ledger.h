@@ -93,6 +93,9 @@ struct LedgerStats {
   int64_t rows_committed = 0;  // rows whose transaction committed (duplicates included)
   int64_t rows_failed = 0;     // rows lost: their transaction failed (logged)
   int64_t transactions = 0;    // committed transactions (one per batch when all goes well)
+  int64_t rows_spooled = 0;    // rows written to the local spool while the database was away
+  int64_t rows_unspooled = 0;  // spooled rows since written to the database
+  int64_t spool_rows = 0;      // rows in the spool now
 };
 
 // Most rows the writer commits in one transaction.
@@ -140,8 +143,17 @@ enum class LedgerMode { kReadWrite, kReadOnly };
 // "postgresql://user@host:port/db" / "postgres://..." (libpq conninfo URIs).
 // Opens (creating the file or table if missing) and starts the writer thread.
 // Errors name the ledger with its password redacted (RedactLedgerUrl).
+//
+// `spool_path` (read-write only; "" = none): when the database cannot be
+// reached (PostgreSQL down, a cut link), a batch is appended to this local
+// file instead, fsynced before its callbacks run, so a response still
+// completes only once its row is durable; the writer writes the spooled rows
+// to the database once it is back (every second it tries; a row already
+// there is skipped by request_id, so each row lands once), then empties the
+// file. Rows spooled by an earlier process (it was killed) go in at start.
 Expected<std::unique_ptr<Ledger>> OpenLedger(const std::string& url,
-                                             LedgerMode mode = LedgerMode::kReadWrite);
+                                             LedgerMode mode = LedgerMode::kReadWrite,
+                                             const std::string& spool_path = "");
 
 // `url` safe to log: the password of a URI ("postgresql://u:secret@h/db")
 // and any "password=" parameter become "***".

@@ -38,7 +38,8 @@ Expected<std::unique_ptr<LedgerStore>> OpenPostgresStore(const std::string& url,
 
 // The Ledger of OpenLedger(kReadWrite): the group-commit writer thread over
 // `store` (exposed for tests with a fake store).
-std::unique_ptr<Ledger> NewGroupCommitLedger(std::unique_ptr<LedgerStore> store);
+std::unique_ptr<Ledger> NewGroupCommitLedger(std::unique_ptr<LedgerStore> store,
+                                             std::string spool_path = "");
 
 // The table both stores hold: the columns in LedgerRow order, so that the
 // stores bind parameters in the same order. `request_id` is UNIQUE. Columns

@@ -429,6 +429,64 @@ TEST(GroupCommitLedgerTest, AStoreDownFailsTheBatchOnceWithoutRetryingRowByRow) 
   EXPECT_EQ(ledger->Stats().rows_failed, 50);
 }
 
+// The database goes away: rows are spooled (fsynced, the callbacks say ok)
+// and written, once each, when it is back; a spool left by a killed process
+// is written by the next.
+TEST(GroupCommitLedgerTest, RowsWaitInTheSpoolWhileTheStoreIsDown) {
+  std::string tmpl = (fs::temp_directory_path() / "brisk-spool-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const std::string spool = tmpl + "/spool.jsonl";
+  auto shared = std::make_shared<FakeStore::Shared>();
+  shared->down = true;
+  {
+    auto ledger = NewGroupCommitLedger(std::make_unique<FakeStore>(shared), spool);
+    std::atomic<int> ok{0};
+    for (int i = 0; i < 50; ++i) {
+      LedgerRow r = Row(fmt::format("s{}", i), kDec1Ms);
+      r.cost_usd = 0.25;
+      r.finish_reason = "stop \"quoted\"";
+      ledger->Append(r, [&](const Status& st) { ok += st.ok(); });
+    }
+    ledger->Flush();
+    EXPECT_EQ(ok.load(), 50);
+    EXPECT_EQ(ledger->Stats().rows_spooled, 50);
+    EXPECT_EQ(ledger->Stats().spool_rows, 50);
+    {
+      std::lock_guard lock(shared->mu);
+      shared->down = false;
+    }
+    for (int i = 0; i < 40 && ledger->Stats().spool_rows > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(ledger->Stats().spool_rows, 0);
+    EXPECT_EQ(ledger->Stats().rows_unspooled, 50);
+    std::lock_guard lock(shared->mu);
+    EXPECT_EQ(std::set<std::string>(shared->committed.begin(), shared->committed.end()).size(),
+              50u);
+    EXPECT_EQ(shared->committed.size(), 50u);
+  }
+  EXPECT_EQ(fs::file_size(spool), 0u);
+  // A spool from a killed process (its last line cut mid-write) is written at start.
+  {
+    std::ofstream out(spool);
+    out << R"({"time_unix_ms":1,"request_id":"left-1","tenant":"","api_key_name":"",)"
+           R"("feature":"","tier":"small","upstream":"","model":"m","endpoint":"responses",)"
+           R"("prompt_tokens":3,"cached_tokens":0,"completion_tokens":2,"cost_usd":0.5,)"
+           R"("status":200,"outcome":"completed","stream":false,"ttft_ms":-1.0,"total_ms":5.0,)"
+           R"("attempts":1,"escalations":0,"finish_reason":"stop","shadow":false,"rollout":""})"
+        << "\n{\"time_unix_ms\":2,\"request_";
+  }
+  auto again = std::make_shared<FakeStore::Shared>();
+  auto ledger = NewGroupCommitLedger(std::make_unique<FakeStore>(again), spool);
+  EXPECT_EQ(ledger->Stats().spool_rows, 2);
+  for (int i = 0; i < 40 && ledger->Stats().spool_rows > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::lock_guard lock(again->mu);
+  EXPECT_EQ(again->committed, std::vector<std::string>{"left-1"});
+  fs::remove_all(tmpl);
+}
+
 TEST(GroupCommitLedgerTest, BatchesNeverExceedTheLimitAndKeepOrder) {
   auto shared = std::make_shared<FakeStore::Shared>();
   auto ledger = NewGroupCommitLedger(std::make_unique<FakeStore>(shared));

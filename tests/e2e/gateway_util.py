@@ -94,6 +94,16 @@ class Postgres:
         subprocess.run(["bash", str(REPO / "scripts" / "pg_test_server.sh"), "stop",
                         str(self.dir)], capture_output=True, timeout=60)
 
+    def pause(self, mode="immediate"):
+        """Stops the server (`immediate`: as a crash does), keeping its data."""
+        subprocess.run(["bash", str(REPO / "scripts" / "pg_test_server.sh"), "pause",
+                        str(self.dir), mode], check=True, capture_output=True, timeout=60)
+
+    def resume(self):
+        subprocess.run(["bash", str(REPO / "scripts" / "pg_test_server.sh"), "resume",
+                        str(self.dir), str(self.port)], check=True, capture_output=True,
+                       timeout=120)
+
 
 def pg_rows(url, sql):
     """Rows of a query as lists of strings (psql, from the postgresql client)."""

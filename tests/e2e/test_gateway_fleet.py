@@ -5,6 +5,7 @@ real `openai` client."""
 import concurrent.futures
 import json
 import signal
+import time
 
 import openai
 import pytest
@@ -98,3 +99,53 @@ def test_a_gateway_started_late_sees_todays_spend(fleet):
         assert ask(late.url) == ("completed" if fits else "budget")
     finally:
         late.stop()
+
+
+def test_postgres_stopped_immediate_loses_no_ledger_row(brisk_bin, fleet, tmp_path):
+    """PostgreSQL is stopped as a crash stops it, then started again: the gateway keeps
+    answering (budgets: on_store_outage allow), rows of the requests answered meanwhile wait
+    in its spool and reach the database once, and /ready shows the state."""
+    pg = Postgres(tmp_path)
+    cfg = write_gateway_config(tmp_path / "gateway.yaml",
+                               [("small", [fleet["engines"][0].url], (0.1, 0.02, 0.4))],
+                               "keys:\n  - {key: sk-ci, tenant: acme, name: ci}\n"
+                               "budgets:\n  - {key: ci, daily_usd: 100}\n"
+                               "rollout: {tick_s: 0.1}\n"
+                               f"ledger: {{spool_path: {tmp_path / 'spool.jsonl'}}}\n")
+    g = start_gateway(brisk_bin, cfg, pg.url)
+    c = openai.OpenAI(base_url=g.url + "/v1", api_key="sk-ci", max_retries=0)
+
+    def one(i):
+        raw = c.chat.completions.with_raw_response.create(
+            model="small", messages=[{"role": "user", "content": f"Hi {i}"}], max_tokens=2)
+        raw.parse()
+        return raw.headers["x-request-id"]
+
+    try:
+        ids = [one(i) for i in range(3)]
+        pg.pause("immediate")
+        during = [one(i) for i in range(3, 9)]  # every one answered
+        status, body = g.get("/ready")
+        assert status == 200 and json.loads(body)["database"] == "unreachable", body
+        spool = (tmp_path / "spool.jsonl").read_text().splitlines()
+        assert len(spool) == len(during)
+        pg.resume()
+        deadline = time.time() + 20
+        rows = []
+        while time.time() < deadline:
+            try:
+                rows = [r[0] for r in pg_rows(pg.url, "SELECT request_id FROM brisk_ledger")]
+            except RuntimeError:
+                rows = []
+            if len(rows) >= len(ids) + len(during):
+                break
+            time.sleep(0.2)
+        assert sorted(rows) == sorted(ids + during)  # each row once, none missing
+        assert (tmp_path / "spool.jsonl").read_text() == ""
+        deadline = time.time() + 5
+        while json.loads(g.get("/ready")[1])["database"] != "ok":
+            assert time.time() < deadline
+            time.sleep(0.1)
+    finally:
+        g.stop()
+        pg.stop()
