@@ -137,6 +137,22 @@ def to_yaml(obj):
     return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
 
 
+def ledger_config(g):
+    """gateway.yaml's ledger: the Secret's URL (an environment variable) for any number of
+    replicas, or a SQLite URL for one."""
+    if g.get("ledgerSecret"):
+        return {"url_env": "BRISK_LEDGER_URL", "gateways": g["replicas"],
+                "spool_path": "/var/lib/brisk/ledger.spool.jsonl"}
+    url = g.get("ledgerUrl", "")
+    if not url:
+        sys.exit("gateway: set ledgerSecret (a postgresql:// URL in a Secret) or ledgerUrl")
+    if g["replicas"] > 1 and not url.startswith("postgres"):
+        sys.exit(f"gateway: {g['replicas']} replicas share budgets, rollouts and stored "
+                 f"responses through PostgreSQL; ledgerUrl '{url}' is not postgresql:// "
+                 "(use ledgerSecret)")
+    return {"url": url, "gateways": g["replicas"]}
+
+
 def gateway_yaml(v):
     ns, eng = v["namespace"], v["engine"]
     doc = {"server": {"host": "0.0.0.0", "port": v["gateway"]["port"]},
@@ -146,7 +162,7 @@ def gateway_yaml(v):
                       # its ready pods (those not draining).
                       "upstreams": [f"http://{engine_name(t)}.{ns}.svc:{eng['port']}"]}
                      for t in v["tiers"]],
-           "ledger": {"url": v["gateway"]["ledgerUrl"]},
+           "ledger": ledger_config(v["gateway"]),
            "logging": {"level": "info", "format": "json"}}
     return to_yaml(doc)
 
@@ -167,11 +183,21 @@ def render_gateway(v):
     c = container("gateway", v, args, g["port"], g, g["resources"],
                   [{"name": "config", "mountPath": "/etc/brisk", "readOnly": True},
                    {"name": "ledger", "mountPath": "/var/lib/brisk"}])
+    if g.get("ledgerSecret"):
+        c["env"] = [{"name": "BRISK_LEDGER_URL", "valueFrom": {"secretKeyRef": {
+            "name": g["ledgerSecret"]["name"], "key": g["ledgerSecret"]["key"]}}}]
     vols = [{"name": "config", "configMap": {"name": name}},
-            {"name": "ledger", "emptyDir": {}}]
+            {"name": "ledger", "emptyDir": {}}]  # SQLite (one replica) or the ledger's spool
     ann = {**scrape_annotations(g["port"]), "brisk/config-checksum": checksum(text)}
+    dep = deployment(name, ns, lbls, c, ann, vols, grace(g), replicas=g["replicas"])
+    # Gateway pods on different nodes (and zones) where the cluster can: losing a node
+    # loses one gateway, not the front door.
+    dep["spec"]["template"]["spec"]["topologySpreadConstraints"] = [
+        {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": lbls}}
+        for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")]
     return [configmap(name, ns, lbls, "gateway.yaml", text),
-            deployment(name, ns, lbls, c, ann, vols, grace(g), replicas=g["replicas"]),
+            dep,
             service(name, ns, lbls, g["port"]),
             pdb(name, ns, lbls)]
 

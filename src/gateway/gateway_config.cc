@@ -179,6 +179,8 @@ std::vector<Section> BuildSchema(const Reader& r, GatewayConfig& c) {
        }},
       {"ledger",
        {{"url", r.String(&c.ledger.url, false)},
+        {"url_env", r.String(&c.ledger.url_env, false)},
+        {"gateways", r.Int(&c.ledger.gateways, 1, 10000)},
         {"spool_path", r.String(&c.ledger.spool_path, true)}}},
       {"responses",
        {
@@ -443,6 +445,14 @@ Expected<GatewayConfig> ParseDocument(const YAML::Node& doc, std::string_view fi
       return r.Error(line, "rollout.admin_key_env: environment variable '{}' is not set", env);
     }
     c.rollout.admin_key = value;
+  }
+  if (const std::string& env = c.ledger.url_env; !env.empty()) {
+    const int line = r.LineOfKey("ledger.url_env");
+    const char* value = std::getenv(env.c_str());
+    if (value == nullptr || *value == '\0') {
+      return r.Error(line, "ledger.url_env: environment variable '{}' is not set", env);
+    }
+    c.ledger.url = value;
   }
   RETURN_IF_ERROR(CheckConsistency(r, c));
   return c;

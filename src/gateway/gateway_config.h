@@ -91,6 +91,10 @@ struct GatewayConfig {
   } replicas;
   struct Ledger {
     std::string url = "brisk-ledger.db";  // SQLite path/URL or postgresql://...
+    std::string url_env;  // or the environment variable holding it (a Kubernetes Secret)
+    // How many gateways share this ledger's state (budgets, rollouts, stored responses):
+    // more than one requires a postgresql:// URL (GatewayServer::Start says so).
+    int gateways = 1;
     // Rows of completed requests while the database is away (ledger.h OpenLedger).
     std::string spool_path = "brisk-ledger.spool.jsonl";
     bool operator==(const Ledger&) const = default;

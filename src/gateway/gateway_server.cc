@@ -690,6 +690,12 @@ GatewayServer::~GatewayServer() { Stop(); }
 
 Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig config,
                                                               std::unique_ptr<Ledger> ledger) {
+  if (config.ledger.gateways > 1 && !config.ledger.url.starts_with("postgres")) {
+    return InvalidArgument(
+        "ledger.gateways is {}: gateways share budgets, rollouts and stored responses through "
+        "PostgreSQL, so ledger.url must be a postgresql:// URL (it is '{}')",
+        config.ledger.gateways, RedactLedgerUrl(config.ledger.url));
+  }
   auto core = std::make_shared<GatewayCore>();
   core->config = std::move(config);
   core->ledger = std::move(ledger);

@@ -51,9 +51,12 @@ def write_gateway_config(path, tiers, extra=""):
     return path
 
 
-def start_gateway(brisk_bin, config_path, ledger):
-    return ServerProcess([brisk_bin, "gateway", "--config", str(config_path), "--ledger",
-                          str(ledger)], "gateway")
+def start_gateway(brisk_bin, config_path, ledger, env=None):
+    """`ledger` None: the config's own ledger settings (url or url_env)."""
+    cmd = [brisk_bin, "gateway", "--config", str(config_path)]
+    if ledger is not None:
+        cmd += ["--ledger", str(ledger)]
+    return ServerProcess(cmd, "gateway", env=env)
 
 
 def wait_models_known(gw, n_tiers, timeout=30, headers=None):

@@ -21,7 +21,8 @@ import pytest
 import yaml
 
 from conftest import MODEL_ID, BriskServer, skip_or_fail
-from gateway_util import start_engine, start_gateway, wait_models_known, write_gateway_config
+from gateway_util import (Postgres, pg_available, start_engine, start_gateway, wait_models_known,
+                          write_gateway_config)
 from server_process import ServerProcess, free_port
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -162,13 +163,53 @@ def test_rendered_configs_start_the_binaries(rendered, brisk_bin, default_model,
     finally:
         s.stop(signal.SIGKILL)
 
+    # The gateway's replicas share PostgreSQL: its URL arrives from the Secret as
+    # BRISK_LEDGER_URL. Two of them start on the rendered file.
     gcfg = tmp_path / "gateway.yaml"
-    gcfg.write_text(by_name(rendered, "ConfigMap", "brisk-gateway")["data"]["gateway.yaml"])
-    g = start_gateway(brisk_bin, gcfg, tmp_path / "ledger.db")
+    text = by_name(rendered, "ConfigMap", "brisk-gateway")["data"]["gateway.yaml"]
+    gcfg.write_text(text.replace("/var/lib/brisk/", f"{tmp_path}/")
+                    .replace("port: 8080", "port: 0"))  # two on one host
+    assert "port: 0" in gcfg.read_text()
+    if not pg_available():
+        skip_or_fail("PostgreSQL server binaries (Debian package postgresql)")
+    pg = Postgres(tmp_path)
+    env = {**os.environ, "BRISK_LEDGER_URL": pg.url}
+    gws = []
     try:
-        assert g.get("/health")[0] == 200
+        gws = [start_gateway(brisk_bin, gcfg, None, env=env) for _ in range(2)]
+        assert all(g.get("/health")[0] == 200 for g in gws)
+        # Told it has peers, a gateway refuses a SQLite ledger and says why.
+        out = subprocess.run([brisk_bin, "gateway", "--config", str(gcfg), "--ledger",
+                              str(tmp_path / "l.db")], capture_output=True, text=True,
+                             timeout=60, env=env)
+        assert out.returncode != 0 and "postgresql://" in out.stderr, out.stderr
     finally:
-        g.stop()
+        for g in gws:
+            g.stop()
+        pg.stop()
+
+
+def test_gateway_replicas_share_postgres_and_spread(rendered, tmp_path):
+    dep = by_name(rendered, "Deployment", "brisk-gateway")
+    spec = dep["spec"]["template"]["spec"]
+    env = spec["containers"][0]["env"]
+    assert env[0]["name"] == "BRISK_LEDGER_URL" and "secretKeyRef" in env[0]["valueFrom"]
+    assert {c["topologyKey"] for c in spec["topologySpreadConstraints"]} == {
+        "kubernetes.io/hostname", "topology.kubernetes.io/zone"}
+    assert by_name(rendered, "PodDisruptionBudget", "brisk-gateway")["spec"]["maxUnavailable"] == 1
+    # SQLite for more than one replica is refused at render time.
+    values = yaml.safe_load((DEPLOY / "values.yaml").read_text())
+    del values["gateway"]["ledgerSecret"]
+    values["gateway"]["ledgerUrl"] = "sqlite:///var/lib/brisk/ledger.db"
+    p = tmp_path / "values.yaml"
+    p.write_text(yaml.safe_dump(values))
+    out = subprocess.run([sys.executable, str(DEPLOY / "render.py"), "-f", str(p), "-o",
+                          str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "postgresql://" in out.stderr, out.stderr
+    values["gateway"]["replicas"] = 1  # one pod may keep its SQLite file
+    p.write_text(yaml.safe_dump(values))
+    assert subprocess.run([sys.executable, str(DEPLOY / "render.py"), "-f", str(p), "-o",
+                           str(tmp_path / "out1")], capture_output=True, timeout=60).returncode == 0
 
 
 PROMQL_FUNCS = {"sum", "rate", "increase", "histogram_quantile", "max", "avg", "count", "ceil",
