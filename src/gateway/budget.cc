@@ -82,12 +82,6 @@ int64_t UnixMs(Budgets::Time t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-double ParseDouble(const std::string& s) {
-  double v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
-}
-
 // The stricter of two limits, 0 meaning none.
 double Stricter(double a, double b) {
   if (a <= 0) return std::max(b, 0.0);
@@ -135,7 +129,7 @@ Expected<std::pair<double, double>> WindowState(SqlTx& tx, bool is_feature, cons
   }
   ASSIGN_OR_RETURN(SqlRows reserved,
                    tx.Run(kWindowReserved, {kind, name, w.period, w.start_ms, now_ms}));
-  return std::pair<double, double>{ParseDouble(spent.rows[0][0]), ParseDouble(reserved.rows[0][0])};
+  return std::pair<double, double>{SqlDouble(spent.rows[0][0]), SqlDouble(reserved.rows[0][0])};
 }
 
 }  // namespace

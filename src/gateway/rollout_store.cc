@@ -57,18 +57,6 @@ constexpr const char* kRolloutSchemaUnlock = "SELECT pg_advisory_unlock(71617269
 constexpr const char* kRolloutColumns =
     "id, tier, started_by, spec, started_ms, stage, step, stage_since_ms, version, finished";
 
-int64_t RolloutInt(const std::string& s) {
-  int64_t v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
-}
-
-double RolloutDouble(const std::string& s) {
-  double v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
-}
-
 Expected<StoredRollout> RolloutOfRow(const std::vector<std::string>& row) {
   StoredRollout r;
   r.id = row[0];
@@ -76,14 +64,14 @@ Expected<StoredRollout> RolloutOfRow(const std::vector<std::string>& row) {
   r.started_by = row[2];
   r.spec = Json::parse(row[3], nullptr, false);
   if (r.spec.is_discarded()) return DataLoss("rollout {}: its spec is not JSON", r.id);
-  r.started_ms = RolloutInt(row[4]);
+  r.started_ms = SqlInt(row[4]);
   auto stage = StageOfName(row[5]);
   if (!stage) return DataLoss("rollout {}: unknown stage '{}'", r.id, row[5]);
   r.stage = *stage;
-  r.step = static_cast<int>(RolloutInt(row[6]));
-  r.stage_since_ms = RolloutInt(row[7]);
-  r.version = RolloutInt(row[8]);
-  r.finished = RolloutInt(row[9]) != 0;
+  r.step = static_cast<int>(SqlInt(row[6]));
+  r.stage_since_ms = SqlInt(row[7]);
+  r.version = SqlInt(row[8]);
+  r.finished = SqlInt(row[9]) != 0;
   return r;
 }
 
@@ -216,12 +204,12 @@ Expected<std::vector<StoredSample>> RolloutStore::Samples(const std::string& rol
   out.reserve(rows.rows.size());
   for (const auto& row : rows.rows) {
     StoredSample s;
-    s.candidate = RolloutInt(row[0]) != 0;
-    s.time_ms = RolloutInt(row[1]);
-    s.status = static_cast<int>(RolloutInt(row[2]));
-    s.ttft_ms = RolloutDouble(row[3]);
-    s.tpot_ms = RolloutDouble(row[4]);
-    s.so_valid = static_cast<int>(RolloutInt(row[5]));
+    s.candidate = SqlInt(row[0]) != 0;
+    s.time_ms = SqlInt(row[1]);
+    s.status = static_cast<int>(SqlInt(row[2]));
+    s.ttft_ms = SqlDouble(row[3]);
+    s.tpot_ms = SqlDouble(row[4]);
+    s.so_valid = static_cast<int>(SqlInt(row[5]));
     out.push_back(s);
   }
   return out;
@@ -236,10 +224,10 @@ Expected<JudgeTotals> RolloutStore::Judged(const std::string& rollout_id, int64_
                {rollout_id, stage_since_ms}));
   JudgeTotals t;
   if (rows.rows.empty()) return t;
-  t.judged = RolloutInt(rows.rows[0][0]);
-  t.score_sum = RolloutDouble(rows.rows[0][1]);
-  t.inconsistent = RolloutInt(rows.rows[0][2]);
-  t.stage_pairs = RolloutInt(rows.rows[0][3]);
+  t.judged = SqlInt(rows.rows[0][0]);
+  t.score_sum = SqlDouble(rows.rows[0][1]);
+  t.inconsistent = SqlInt(rows.rows[0][2]);
+  t.stage_pairs = SqlInt(rows.rows[0][3]);
   return t;
 }
 

@@ -54,12 +54,6 @@ constexpr const char* kEraseResponse = "DELETE FROM brisk_responses WHERE tenant
 constexpr const char* kResponsesUsage =
     "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM brisk_responses WHERE tenant = $1";
 
-int64_t ResponsesInt(const std::string& s) {
-  int64_t v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
-}
-
 }  // namespace
 
 Expected<std::unique_ptr<SharedResponseStore>> SharedResponseStore::Open(
@@ -114,7 +108,7 @@ Expected<bool> SharedResponseStore::Erase(const std::string& tenant, const std::
 Expected<std::pair<int64_t, int64_t>> SharedResponseStore::Usage(const std::string& tenant) {
   ASSIGN_OR_RETURN(SqlRows r, db_->Run(kResponsesUsage, {tenant}));
   if (r.rows.empty()) return std::pair<int64_t, int64_t>{0, 0};
-  return std::pair<int64_t, int64_t>{ResponsesInt(r.rows[0][0]), ResponsesInt(r.rows[0][1])};
+  return std::pair<int64_t, int64_t>{SqlInt(r.rows[0][0]), SqlInt(r.rows[0][1])};
 }
 
 }  // namespace brisk::gateway

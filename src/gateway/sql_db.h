@@ -10,6 +10,7 @@
 // one, so statements must be idempotent (upserts, deletes, reads).
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,6 +25,18 @@
 namespace brisk::gateway {
 
 using SqlValue = std::variant<std::string, int64_t, double>;
+
+// A column's text as a number (0 when it is not one: NULL reads as "").
+inline int64_t SqlInt(const std::string& s) {
+  int64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+inline double SqlDouble(const std::string& s) {
+  double v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
 
 struct SqlRows {
   std::vector<std::vector<std::string>> rows;  // text of each column; NULL reads as ""
