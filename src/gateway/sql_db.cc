@@ -112,7 +112,7 @@ class PostgresDb final : public SqlDb {
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
       const std::string message = PgOneLine(r ? PQresultErrorMessage(r) : PQerrorMessage(conn_));
       const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
-      const std::string_view sqlstate = state ? state : "";
+      const std::string sqlstate = state ? state : "";  // a copy: PQclear frees `state`
       if (r) PQclear(r);
       StatusCode code = StatusCode::kInternal;
       if (PQstatus(conn_) != CONNECTION_OK || sqlstate.starts_with("08") ||
