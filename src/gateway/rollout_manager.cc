@@ -305,6 +305,14 @@ void RolloutManager::Record(const RolloutArm& arm, bool candidate, const ArmSamp
 
 void RolloutManager::Tick() { ScheduleSync(); }
 
+std::shared_ptr<TierRuntime> RolloutManager::CandidateOf(const std::shared_ptr<Rollout>& rollout) {
+  std::lock_guard lock(mu_);
+  for (auto& slot : tiers_) {
+    if (slot->rollout == rollout) return slot->candidate;
+  }
+  return nullptr;
+}
+
 std::vector<std::shared_ptr<TierRuntime>> RolloutManager::Candidates() {
   std::lock_guard lock(mu_);
   std::vector<std::shared_ptr<TierRuntime>> out;

@@ -112,6 +112,8 @@ class RolloutManager {
   nlohmann::json AuditEntry(const Rollout& r, const RolloutDecision& d, int64_t now_ms);
   void LocalAudit(const Rollout& r, const RolloutDecision& d, nlohmann::json entry);
   void ScheduleSync();
+  // The candidate serving `rollout` now (null once it is over).
+  std::shared_ptr<TierRuntime> CandidateOf(const std::shared_ptr<Rollout>& rollout);
   void Apply(std::vector<std::pair<StoredRollout, std::shared_ptr<Rollout>>>& current,
              const std::vector<StoredRollout>& finished);
   Expected<std::shared_ptr<Rollout>> Build(const StoredRollout& r, bool with_samples);

@@ -41,13 +41,7 @@ std::shared_ptr<ShadowPair> RolloutManager::StartShadow(const RolloutArm& arm,
                                                         const std::string& tenant,
                                                         const std::string& key_name,
                                                         const std::string& feature) {
-  std::shared_ptr<TierRuntime> cand;
-  {
-    std::lock_guard lock(mu_);
-    for (auto& slot : tiers_) {
-      if (slot->rollout == arm.rollout) cand = slot->candidate;
-    }
-  }
+  std::shared_ptr<TierRuntime> cand = CandidateOf(arm.rollout);
   if (!cand || cand->Model().empty()) return nullptr;
   std::optional<int> pick;
   {
