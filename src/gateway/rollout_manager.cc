@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <map>
 
@@ -226,6 +227,10 @@ void RolloutManager::Apply(std::vector<std::pair<StoredRollout, std::shared_ptr<
       slot.rollout.reset();
       slot.candidate.reset();
       slot.candidate_of.clear();
+      // Decided in this sync: the history read before the decision lacks it.
+      auto& h = history[t];
+      if (std::none_of(h.begin(), h.end(), [&](const auto& x) { return x->id() == record.id; }))
+        h.insert(h.begin(), ro);
       continue;
     }
     if (slot.candidate_of != record.id) {
