@@ -19,6 +19,9 @@
 # caller to remove) records where the cluster is (DIR/cluster) and links its
 # log (DIR/server.log). Exit status 3: PostgreSQL is not installed
 # (scripts/setup.sh installs it). PG_BIN overrides the bin directory.
+# PG_LISTEN (start only) adds an address to listen on besides 127.0.0.1, with
+# trust authentication for its /24: the server of a test run in a network
+# namespace, reached from the other namespaces' hosts; resume keeps it.
 set -euo pipefail
 
 bindir() {
@@ -73,19 +76,27 @@ case "$cmd" in
       chown postgres: "$cluster"
     fi
     ln -sf "$cluster/server.log" "$dir/server.log"
+    listen=127.0.0.1
+    if [[ -n "${PG_LISTEN:-}" ]]; then
+      listen="127.0.0.1,$PG_LISTEN"
+    fi
+    echo "$listen" >"$cluster/listen"
     if ! as_owner "$bin/initdb" -D "$cluster/data" -U postgres -A trust --encoding=UTF8 \
       --locale=C --no-sync >"$dir/initdb.log" 2>&1; then
       cat "$dir/initdb.log" >&2
       exit 1
     fi
+    if [[ -n "${PG_LISTEN:-}" ]]; then
+      echo "host all all ${PG_LISTEN%.*}.0/24 trust" >>"$cluster/data/pg_hba.conf"
+    fi
     # fsync stays on: the ledger tests check durability, not speed.
     if ! as_owner "$bin/pg_ctl" -D "$cluster/data" -l "$cluster/server.log" -w -t 60 \
-      -o "-p $port -k $cluster -c listen_addresses=127.0.0.1 -c max_connections=50" start \
+      -o "-p $port -k $cluster -c listen_addresses=$listen -c max_connections=50" start \
       >/dev/null; then
       cat "$cluster/server.log" >&2 || true
       exit 1
     fi
-    echo "postgresql://postgres@127.0.0.1:$port/postgres"
+    echo "postgresql://postgres@${PG_LISTEN:-127.0.0.1}:$port/postgres"
     ;;
   stop)
     [[ $# -eq 2 || $# -eq 3 ]] || usage
@@ -118,7 +129,8 @@ case "$cmd" in
     cluster=$(cat "$2/cluster")
     bin=$(bindir) || not_installed
     as_owner "$bin/pg_ctl" -D "$cluster/data" -l "$cluster/server.log" -w -t 60 \
-      -o "-p $3 -k $cluster -c listen_addresses=127.0.0.1 -c max_connections=50" start >/dev/null
+      -o "-p $3 -k $cluster -c listen_addresses=$(cat "$cluster/listen") -c max_connections=50" \
+      start >/dev/null
     ;;
   *)
     usage

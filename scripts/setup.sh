@@ -15,10 +15,11 @@ APT_PACKAGES=(
 )
 # What the tests add: GoogleTest and Google Benchmark, clang's sanitizer and
 # fuzzer runtimes, the real PostgreSQL, Prometheus and a browser the
-# end-to-end tests run against, and the Python test packages.
+# end-to-end tests run against, HAProxy, iproute2 and nftables for the hosts of the
+# fleet test (network namespaces), and the Python test packages.
 TEST_APT_PACKAGES=(
   clang libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev
-  postgresql prometheus chromium chromium-driver
+  postgresql prometheus chromium chromium-driver haproxy nftables iproute2
 )
 with_tests=0
 case "${1:-}" in

@@ -42,7 +42,8 @@ class ServerProcess:
 
     Without `port`, the process prints its URL on stdout (a brisk subcommand
     started with --port 0); host and port are read from that line. With
-    `port`, the caller gave it that port. Either way, with `ready_path` the
+    `port`, the caller gave it that port, on `host` (another network
+    namespace's address, for one started there). Either way, with `ready_path` the
     start waits until GET ready_path answers 200; with a given port and no
     ready_path, until the port accepts a connection.
 
@@ -53,7 +54,8 @@ class ServerProcess:
     killed, and RuntimeError carries the tail of its output.
     """
 
-    def __init__(self, cmd, name=None, port=None, ready_path=None, env=None, timeout=120):
+    def __init__(self, cmd, name=None, port=None, ready_path=None, env=None, timeout=120,
+                 host="127.0.0.1"):
         self.cmd = [str(c) for c in cmd]
         self.name = name or os.path.basename(self.cmd[0])
         self.stdout_lines, self.stderr_lines = [], []
@@ -72,7 +74,7 @@ class ServerProcess:
             if port is None:
                 self.host, self.port = self._printed_address(deadline)
             else:
-                self.host, self.port = "127.0.0.1", int(port)
+                self.host, self.port = host, int(port)
             self.url = f"http://{self.host}:{self.port}"
             if ready_path is not None:
                 self._wait(lambda: self.get(ready_path, timeout=2)[0] == 200, deadline)

@@ -15,8 +15,9 @@ import time
 
 
 class FaultProxy:
-    def __init__(self, upstream_port):
+    def __init__(self, upstream_port, upstream_host="127.0.0.1", host="127.0.0.1"):
         self.upstream_port = upstream_port
+        self.upstream_host = upstream_host
         self.mode = "pass"
         self.delay_s = 1.0
         self.generations = 0
@@ -44,7 +45,8 @@ class FaultProxy:
                         return self._send(500, b'{"error":{"message":"injected fault"}}')
                     if mode == "slow":
                         time.sleep(proxy.delay_s)
-                up = http.client.HTTPConnection("127.0.0.1", proxy.upstream_port, timeout=120)
+                up = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port,
+                                                timeout=120)
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() not in ("host", "connection", "content-length")}
                 try:
@@ -86,10 +88,10 @@ class FaultProxy:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self):
