@@ -11,6 +11,7 @@
 #include "gateway/dashboard_page.h"
 #include "gateway/data_scope.h"
 #include "gateway/gateway_core.h"
+#include "gateway/rollout_manager.h"
 #include "http/caller_identity.h"
 #include "http/openai_error.h"
 #include "util/log.h"
@@ -201,6 +202,22 @@ Json ReplicasJson(GatewayCore& core) {
   return out;
 }
 
+// The rollouts as the page shows them: stage, split, each arm's window and the
+// candidate's limits; not the spec's upstreams (the admin API has those).
+Json DashboardRollouts(const Json& status) {
+  Json out = Json::array();
+  for (const Json& r : status) {
+    Json e = Json::object();
+    for (const char* k :
+         {"id", "tier", "stage", "step", "started_by", "candidate_share", "shadow_share",
+          "seconds_in_stage", "baseline", "candidate", "limits", "min_samples", "judge"}) {
+      if (r.contains(k)) e[k] = r[k];
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 // The last kCostDays UTC days, today included: {"groups": [...]} or {"error": ...}.
 Json CostByFeatureDay(Ledger& ledger, const DataScope& scope, int64_t now_unix_ms) {
   CostQuery q;
@@ -244,6 +261,11 @@ void ServeData(GatewayCore& core, std::optional<DataScope> scope,
     data["window_s"] = stats.window().count();
     data["tiers"] = stats.Snapshot(names, now);
     data["replicas"] = ReplicasJson(core);
+    // The fleet, from the shared database: every gateway on it, the running
+    // rollouts (the same on every gateway) and the decisions so far.
+    data["fleet"] = core.fleet_view.Snapshot();
+    data["rollouts"] =
+        core.rollouts ? DashboardRollouts(core.rollouts->StatusJson()["data"]) : Json::array();
     data["cost_scope"] = scope ? Json(scope->Describe()) : Json(nullptr);
     if (!scope) {
       data["cost_by_feature_day"] = Json::array();

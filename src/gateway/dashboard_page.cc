@@ -5,6 +5,9 @@
 // X-Feature headers) reach the page only as text nodes and chart labels
 // drawn on canvases, never as markup.
 //
+// The fleet section (tables gateway-table, rollout-table, decision-table) is
+// the same on every gateway: it is read from the shared database.
+//
 // Each chart's canvas has a stable id (chart-rps, chart-escalation,
 // chart-queue, chart-kv, chart-cost, and per tier chart-ttft-<tier> and
 // chart-tpot-<tier>, the tier name with characters other than [A-Za-z0-9_-]
@@ -77,6 +80,34 @@ std::string_view DashboardHtml() {
   </table>
 </section>
 <section>
+  <h2>Fleet <small id="fleet-note"></small></h2>
+  <table id="gateway-table">
+    <thead><tr>
+      <th>gateway</th><th>address</th><th>up since</th><th>last seen (s)</th>
+      <th>in flight</th><th>requests</th>
+    </tr></thead>
+    <tbody></tbody>
+  </table>
+  <h3>Rollouts</h3>
+  <table id="rollout-table">
+    <thead><tr>
+      <th>rollout</th><th>tier</th><th>stage</th><th>candidate share</th><th>arm</th>
+      <th>requests</th><th>TTFT p95 (ms)</th><th>TPOT p95 (ms)</th><th>errors</th>
+      <th>structured output failures</th>
+    </tr></thead>
+    <tbody></tbody>
+  </table>
+  <p id="rollout-note" class="note"></p>
+  <h3>Decisions</h3>
+  <table id="decision-table">
+    <thead><tr>
+      <th>time</th><th>rollout</th><th>action</th><th>from &rarr; to</th><th>who</th>
+      <th>metric: value (limit)</th>
+    </tr></thead>
+    <tbody></tbody>
+  </table>
+</section>
+<section>
   <h2>Cost per feature per day (USD, last 30 days)</h2>
   <figure class="wide"><div class="chart"><canvas id="chart-cost"></canvas></div></figure>
   <p id="cost-note" class="note"></p>
@@ -96,6 +127,7 @@ header { display: flex; align-items: baseline; gap: 1em; padding: 12px 20px;
 h1 { font-size: 18px; margin: 0; }
 h2 { font-size: 15px; margin: 20px 0 8px; }
 h2 small { font-weight: normal; color: var(--muted); }
+h3 { font-size: 14px; margin: 14px 0 4px; }
 main { padding: 0 20px 20px; }
 .status { color: var(--muted); }
 .status.error { color: #b42318; }
@@ -235,6 +267,57 @@ std::string_view DashboardScript() {
     }
   }
 
+  const pct = (v) => (v === null || v === undefined ? "\u2014" : `${fmt(100 * v, 1)} %`);
+  const TERMINAL = new Set(["promoted", "rolled_back", "aborted", "refused"]);
+
+  // Every gateway on the ledger's database, the running rollouts with each arm
+  // against the candidate's limits (over the limit: marked), and the decisions.
+  function renderFleet(latest) {
+    const fleet = latest.fleet || { gateways: [], decisions: [], database: "ok" };
+    fillTable("gateway-table", fleet.gateways.map((g) => [
+      { text: g.instance + (g.this_gateway ? " (this one)" : ""), cls: "text" },
+      { text: g.address, cls: "text" }, { text: g.started_at, cls: "text" },
+      fmt(g.seconds_since_seen, 1), String(g.active_requests), String(g.requests_total)]));
+    $("fleet-note").textContent = fleet.database === "ok"
+        ? `(${fleet.gateways.length} gateway${fleet.gateways.length === 1 ? "" : "s"} on the database)`
+        : "(the database is unreachable: last known state; rollouts frozen)";
+    const running = (latest.rollouts || []).filter((r) => !TERMINAL.has(r.stage));
+    const rows = [];
+    const over = (v, limit) => v !== null && v !== undefined && v >= 0 && limit !== null &&
+                               limit !== undefined && v > limit;
+    for (const r of running) {
+      const lim = r.limits || {};
+      for (const arm of ["baseline", "candidate"]) {
+        const s = r[arm];
+        const cand = arm === "candidate";
+        const ms = (v) => (v === null || v < 0 ? "\u2014" : fmt(v, 1));
+        const withLimit = (v, text, limit, shown) => ({
+          text: cand ? `${text} (\u2264 ${shown(limit)})` : text,
+          cls: cand && s.requests >= r.min_samples && over(v, limit) ? "down" : undefined,
+        });
+        rows.push([
+          { text: r.id, cls: "text" }, { text: r.tier, cls: "text" },
+          { text: r.stage + (r.step !== undefined ? ` ${r.step + 1}` : ""), cls: "text" },
+          pct(r.candidate_share), { text: arm, cls: "text" }, String(s.requests),
+          withLimit(s.ttft_p95_ms, ms(s.ttft_p95_ms), lim.ttft_p95_ms, ms),
+          withLimit(s.tpot_p95_ms, ms(s.tpot_p95_ms), lim.tpot_p95_ms, ms),
+          withLimit(s.error_rate, pct(s.error_rate), lim.error_rate, pct),
+          withLimit(s.structured_failure_rate,
+                    s.structured_requests ? pct(s.structured_failure_rate) : "\u2014",
+                    lim.structured_failure_rate, pct)]);
+      }
+    }
+    fillTable("rollout-table", rows);
+    $("rollout-note").textContent = running.length ? "" : "No rollout is running.";
+    fillTable("decision-table", fleet.decisions.slice().reverse().map((e) => [
+      { text: e.time || "", cls: "text" }, { text: e.rollout || "", cls: "text" },
+      { text: e.action || "", cls: "text" }, { text: `${e.from || ""} \u2192 ${e.to || ""}`,
+                                                cls: "text" },
+      { text: e.who || "", cls: "text" },
+      { text: e.metric ? `${e.metric}: ${fmt(e.value, 3)} (${fmt(e.limit, 3)})` : "\u2014",
+        cls: "text" }]));
+  }
+
   function render() {
     const latest = history[history.length - 1].data;
     const labels = history.map((h) => h.label);
@@ -293,6 +376,8 @@ std::string_view DashboardScript() {
       String(r.outstanding), r.load_known ? String(r.queue_depth) : "\u2014",
       r.load_known ? String(r.running) : "\u2014",
       r.kv_fill === null ? "\u2014" : `${fmt(100 * r.kv_fill, 1)} %`]));
+
+    renderFleet(latest);
 
     const cost = latest.cost_by_feature_day;
     const days = [...new Set(cost.map((g) => g.day))].sort();

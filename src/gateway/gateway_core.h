@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "gateway/fleet_members.h"
 #include "gateway/gateway_config.h"
 #include "gateway/ledger.h"
 #include "gateway/replica_picker.h"
@@ -79,6 +80,8 @@ struct GatewayCore {
   std::vector<std::unique_ptr<TierRuntime>> tiers;
   std::unique_ptr<RolloutManager> rollouts;        // after tiers: it points at them
   std::unique_ptr<SharedResponseStore> responses;  // the Responses API's stored objects
+  std::unique_ptr<FleetMembers> members;           // every gateway's heartbeat row
+  FleetView fleet_view;                            // what the dashboard shows of them
 
   // Blocking database work (stored responses) runs here, never on the HTTP
   // or upstream threads.
@@ -91,6 +94,7 @@ struct GatewayCore {
   std::vector<std::thread> upstream_threads;
   std::unique_ptr<boost::asio::steady_timer> health_timer;
   std::unique_ptr<boost::asio::steady_timer> rollout_timer;
+  std::unique_ptr<boost::asio::steady_timer> heartbeat_timer;
 
   std::unique_ptr<http::Server> http;
   metrics::Registry registry;

@@ -669,6 +669,12 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
     if (!store.ok()) return store.status().WithContext("the Responses API's store");
     core->responses = std::move(store).value();
   }
+  {
+    ASSIGN_OR_RETURN(auto db, OpenSqlDb(core->config.ledger.url));
+    auto members = FleetMembers::Open(std::move(db));
+    if (!members.ok()) return members.status().WithContext("the gateways table");
+    core->members = std::move(members).value();
+  }
   core->db_work.emplace(core->db_io.get_executor());
   for (int i = 0; i < 2; ++i) {
     core->db_threads.emplace_back([c = core.get()] {
@@ -708,6 +714,7 @@ Expected<std::unique_ptr<GatewayServer>> GatewayServer::Start(GatewayConfig conf
       });
   if (!http.ok()) return http.status().WithContext("gateway");
   core->http = std::move(*http);
+  core->fleet_view.SetAddress(fmt::format("{}:{}", sc.host, core->http->port()));
   log::Info("gateway: listening on {}:{} with {} tier(s), ledger {}", sc.host, core->http->port(),
             core->tiers.size(), core->ledger->kind());
   return std::unique_ptr<GatewayServer>(new GatewayServer(std::move(core)));
@@ -728,8 +735,8 @@ void GatewayServer::Stop() {
   if (core_->health_timer) {
     boost::asio::post(core_->upstream_io, [t = core_->health_timer.get()] { t->cancel(); });
   }
-  if (core_->rollout_timer) {
-    boost::asio::post(core_->upstream_io, [t = core_->rollout_timer.get()] { t->cancel(); });
+  for (auto* timer : {core_->rollout_timer.get(), core_->heartbeat_timer.get()}) {
+    if (timer) boost::asio::post(core_->upstream_io, [timer] { timer->cancel(); });
   }
   core_->ledger->Flush();
 }

@@ -1,6 +1,6 @@
 // The gateway's timers on its upstream io_context: health checks and load
 // polling of every replica (the tiers' and rollout candidates'), and the
-// rollouts' stage timers.
+// rollouts' stage timers, and this gateway's heartbeat row for the fleet view.
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
@@ -101,6 +101,63 @@ void ScheduleRolloutTick(std::shared_ptr<GatewayCore> core) {
   });
 }
 
+// Seconds between heartbeats; a gateway not seen for kGoneS is not listed.
+constexpr double kHeartbeatS = 1.0;
+constexpr int64_t kGoneMs = 10'000;
+constexpr int kDecisionsShown = 20;
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// On the database threads: this gateway's row, then every live gateway's and
+// the recent decisions into the fleet view. While the database is away the
+// view keeps the last lists and says so.
+void Heartbeat(GatewayCore& core) {
+  const int64_t now = WallMs();
+  FleetMember self;
+  self.instance = core.instance_id;
+  self.address = core.fleet_view.address();
+  self.started_ms = core.created_unix * 1000;
+  self.seen_ms = now;
+  self.active_requests = core.active.load();
+  self.requests_total = static_cast<int64_t>(core.next_id.load());
+  Status st = core.members->Heartbeat(self);
+  auto members =
+      st.ok() ? core.members->List(now - kGoneMs, now) : Expected<std::vector<FleetMember>>(st);
+  if (!members.ok()) {
+    Json last = core.fleet_view.Snapshot();
+    core.fleet_view.Store(last["gateways"], nullptr, false);
+    return;
+  }
+  Json gateways = Json::array();
+  for (const FleetMember& m : *members) {
+    gateways.push_back(FleetMemberJson(m, now, core.instance_id));
+  }
+  Json decisions = nullptr;
+  if (auto audit = core.rollouts->RecentAudit(kDecisionsShown); audit.ok()) {
+    decisions = Json::array();
+    for (auto& e : *audit) decisions.push_back(std::move(e));
+  }
+  core.fleet_view.Store(std::move(gateways), std::move(decisions), true);
+}
+
+void ScheduleHeartbeat(std::shared_ptr<GatewayCore> core) {
+  core->heartbeat_timer->expires_after(std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(kHeartbeatS)));
+  std::weak_ptr<GatewayCore> weak = core;
+  core->heartbeat_timer->async_wait([weak](const boost::system::error_code& ec) {
+    if (ec) return;
+    auto core = weak.lock();
+    if (!core) return;
+    // The core joins its database threads before it goes: a plain pointer.
+    boost::asio::post(core->db_io, [c = core.get()] { Heartbeat(*c); });
+    ScheduleHeartbeat(core);
+  });
+}
+
 void ScheduleHealth(std::shared_ptr<GatewayCore> core) {
   auto interval = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::duration<double>(core->config.replicas.health_interval_s));
@@ -125,6 +182,9 @@ void StartTimers(const std::shared_ptr<GatewayCore>& core) {
   ScheduleHealth(core);
   core->rollout_timer = std::make_unique<boost::asio::steady_timer>(core->upstream_io);
   ScheduleRolloutTick(core);
+  core->heartbeat_timer = std::make_unique<boost::asio::steady_timer>(core->upstream_io);
+  boost::asio::post(core->db_io, [c = core.get()] { Heartbeat(*c); });
+  ScheduleHeartbeat(core);
 }
 
 }  // namespace brisk::gateway

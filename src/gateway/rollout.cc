@@ -346,6 +346,25 @@ RolloutDecision Rollout::MoveTo(RolloutStage to, int step, std::string action, s
   return d;
 }
 
+ArmLimits LimitsFor(const ArmStats& b, const RolloutThresholds& t) {
+  ArmLimits l;
+  if (b.ttft_p95_ms >= 0) l.ttft_p95_ms = b.ttft_p95_ms * t.ttft_p95_ratio + t.ttft_p95_slack_ms;
+  if (b.tpot_p95_ms >= 0) l.tpot_p95_ms = b.tpot_p95_ms * t.tpot_p95_ratio + t.tpot_p95_slack_ms;
+  l.error_rate = b.error_rate() + t.max_error_rate_delta;
+  l.rate_429 = b.rejected_rate() + t.max_429_rate_delta;
+  l.structured_failure_rate = b.so_failure_rate() + t.max_so_failure_delta;
+  return l;
+}
+
+Json ArmLimits::ToJson() const {
+  auto or_null = [](double v) { return v >= 0 ? Json(v) : Json(nullptr); };
+  return {{"ttft_p95_ms", or_null(ttft_p95_ms)},
+          {"tpot_p95_ms", or_null(tpot_p95_ms)},
+          {"error_rate", error_rate},
+          {"rate_429", rate_429},
+          {"structured_failure_rate", structured_failure_rate}};
+}
+
 std::optional<RolloutDecision> Rollout::CheckThresholds(RolloutClock::time_point now) {
   const RolloutThresholds& t = spec_.thresholds;
   baseline_.Trim(now, t.window_s);
@@ -361,25 +380,25 @@ std::optional<RolloutDecision> Rollout::CheckThresholds(RolloutClock::time_point
     breach->limit = limit;
     breach->detail = std::move(detail);
   };
+  const ArmLimits l = LimitsFor(b, t);
   if (b.n >= t.min_samples && c.n >= t.min_samples) {
-    if (b.ttft_p95_ms >= 0 && c.ttft_p95_ms >= 0) {
-      check("ttft_p95_ms", c.ttft_p95_ms, b.ttft_p95_ms * t.ttft_p95_ratio + t.ttft_p95_slack_ms,
+    if (l.ttft_p95_ms >= 0 && c.ttft_p95_ms >= 0) {
+      check("ttft_p95_ms", c.ttft_p95_ms, l.ttft_p95_ms,
             fmt::format("baseline {:.1f} ms", b.ttft_p95_ms));
     }
-    if (b.tpot_p95_ms >= 0 && c.tpot_p95_ms >= 0) {
-      check("tpot_p95_ms", c.tpot_p95_ms, b.tpot_p95_ms * t.tpot_p95_ratio + t.tpot_p95_slack_ms,
+    if (l.tpot_p95_ms >= 0 && c.tpot_p95_ms >= 0) {
+      check("tpot_p95_ms", c.tpot_p95_ms, l.tpot_p95_ms,
             fmt::format("baseline {:.2f} ms", b.tpot_p95_ms));
     }
-    check("error_rate", c.error_rate(), b.error_rate() + t.max_error_rate_delta,
+    check("error_rate", c.error_rate(), l.error_rate,
           fmt::format("baseline {:.4f}", b.error_rate()));
-    check("rate_429", c.rejected_rate(), b.rejected_rate() + t.max_429_rate_delta,
+    check("rate_429", c.rejected_rate(), l.rate_429,
           fmt::format("baseline {:.4f}", b.rejected_rate()));
   }
   // Structured output: of each arm's requests in the window that asked for
   // it (the mix of requests differs from the other metrics').
   if (b.so_n >= t.min_samples && c.so_n >= t.min_samples) {
-    check("structured_failure_rate", c.so_failure_rate(),
-          b.so_failure_rate() + t.max_so_failure_delta,
+    check("structured_failure_rate", c.so_failure_rate(), l.structured_failure_rate,
           fmt::format("baseline {:.4f} over {} requests", b.so_failure_rate(), b.so_n));
   }
   if (!breach && judged_ >= t.min_judged) {
@@ -451,6 +470,10 @@ Json Rollout::StatusJson(RolloutClock::time_point now) {
             {"seconds_since_start", std::chrono::duration<double>(now - started_at_).count()},
             {"baseline", baseline_.Stats().ToJson()},
             {"candidate", candidate_.Stats().ToJson()},
+            // The candidate's limits now (from the baseline's window), and the
+            // samples each arm needs before they are checked.
+            {"limits", LimitsFor(baseline_.Stats(), spec_.thresholds).ToJson()},
+            {"min_samples", spec_.thresholds.min_samples},
             {"judge",
              {{"pairs", judged_},
               {"score_mean", w.mean},

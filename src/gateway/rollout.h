@@ -119,6 +119,18 @@ struct ArmStats {
   nlohmann::json ToJson() const;
 };
 
+// What the candidate's arm may reach before a rollback, given the baseline's
+// window (the limits CheckThresholds compares against; the dashboard shows them).
+struct ArmLimits {
+  double ttft_p95_ms = -1;  // -1 while the baseline has no p95
+  double tpot_p95_ms = -1;
+  double error_rate = 0;
+  double rate_429 = 0;
+  double structured_failure_rate = 0;
+  nlohmann::json ToJson() const;
+};
+ArmLimits LimitsFor(const ArmStats& baseline, const RolloutThresholds& t);
+
 // The samples of one arm over the last window_s seconds.
 class ArmWindow {
  public:

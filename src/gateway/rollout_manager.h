@@ -96,6 +96,10 @@ class RolloutManager {
   std::vector<std::shared_ptr<TierRuntime>> Candidates();
   // False while the database is unreachable (rollouts frozen).
   bool store_ok() const;
+  // The last `n` decisions of every gateway, oldest first (the database's audit log).
+  Expected<std::vector<nlohmann::json>> RecentAudit(int n) { return store_->Audit(n); }
+  // GET /admin/rollouts's body: the running rollouts and the recent finished ones.
+  nlohmann::json StatusJson();
   // Writes this gateway's samples, reads every rollout, takes the decisions
   // due and applies them (blocks on the database). At startup, so a gateway
   // started late routes by the running rollouts from its first request; then
@@ -108,7 +112,6 @@ class RolloutManager {
              std::shared_ptr<http::Responder> res);
   void Operator(const nlohmann::json& body, bool promote, const std::string& who,
                 http::Responder& res);
-  nlohmann::json StatusJson();
   nlohmann::json AuditEntry(const Rollout& r, const RolloutDecision& d, int64_t now_ms);
   void LocalAudit(const Rollout& r, const RolloutDecision& d, nlohmann::json entry);
   void ScheduleSync();

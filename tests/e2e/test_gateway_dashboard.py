@@ -193,6 +193,7 @@ def test_dashboard_charts_have_data_in_chromium(stack, tmp_path):
             time.sleep(4.5)
             driver.save_screenshot(str(shot))
             table = driver.find_element("id", "tier-table").text
+            fleet = driver.find_element("id", "gateway-table").text
             status = driver.find_element("id", "status").text
             errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         finally:
@@ -208,6 +209,7 @@ def test_dashboard_charts_have_data_in_chromium(stack, tmp_path):
         parser.feed(out.stdout)
         points = {cid: parser.points.get(cid, 0) for cid in CHARTS}
         table = " ".join(parser.cells)
+        fleet = table
         status = "updated" if "updated" in out.stdout else out.stdout[-500:]
         errors = []
         subprocess.run([*common, f"--screenshot={shot}", url], capture_output=True,
@@ -217,6 +219,7 @@ def test_dashboard_charts_have_data_in_chromium(stack, tmp_path):
     assert points["chart-ttft-small"] >= 3  # p50, p95, p99
     assert "small" in table and "completed 6" in table, table
     assert "updated" in status, status
+    assert "(this one)" in fleet, fleet  # the fleet view lists this gateway
     assert not errors, errors  # no script errors, no Content-Security-Policy violations
     assert shot.exists() and shot.stat().st_size > 10_000
     keep_screenshot(shot)

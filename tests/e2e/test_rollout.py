@@ -338,6 +338,19 @@ def rollouts_of(gw):
     return {r["id"]: r for r in json.loads(body)["data"]}
 
 
+def dashboard_fleet(gw, until, timeout=10):
+    """/dashboard/data once `until` holds of it (the fleet view refreshes every second)."""
+    deadline = time.time() + timeout
+    while True:
+        status, body = gw.get("/dashboard/data")
+        assert status == 200, body
+        data = json.loads(body)
+        if until(data) or time.time() > deadline:
+            assert until(data), data["fleet"]
+            return data
+        time.sleep(0.2)
+
+
 def test_two_gateways_on_one_postgres_run_one_rollout(brisk_bin, fresh_gateway):
     """A rollout started through gateway A applies on gateway B (its record is in
     PostgreSQL); a breach seen only through B's traffic rolls both back, decided once."""
@@ -370,6 +383,15 @@ def test_two_gateways_on_one_postgres_run_one_rollout(brisk_bin, fresh_gateway):
         print(f"\nrollout start through A -> applied on B: {apply_s:.3f} s")
         assert apply_s <= 1.0, apply_s
         time.sleep(3)  # the canary serves through both
+        # Each dashboard shows the fleet from the database: both gateways, and the
+        # running rollout with each arm against the candidate's limits.
+        for g in gws:
+            fleet = dashboard_fleet(g, lambda d: len(d["fleet"]["gateways"]) == 2)
+            assert sum(x["this_gateway"] for x in fleet["fleet"]["gateways"]) == 1
+            [shown] = [r for r in fleet["rollouts"] if r["id"] == ro["id"]]
+            assert shown["stage"] == "canary" and shown["candidate_share"] == 0.5
+            assert shown["limits"]["ttft_p95_ms"] is None or shown["limits"]["ttft_p95_ms"] > 0
+            assert "upstreams" not in json.dumps(shown)
         a_results = traffic_a.finish()  # from here only B's callers see the candidate
         traffic_a = None
         cand = proxy.url.split("//")[1]
@@ -389,6 +411,11 @@ def test_two_gateways_on_one_postgres_run_one_rollout(brisk_bin, fresh_gateway):
         print(f"rollback decided -> applied on A (which saw none of the breach): "
               f"{rollback_to_a:.3f} s")
         assert rollback_to_a <= 2.0, rollback_to_a
+        # Both dashboards list the same decisions, the rollback last.
+        shown = [dashboard_fleet(g, lambda d: any(
+            e.get("rollout") == ro["id"] and e["action"] == "rollback"
+            for e in d["fleet"]["decisions"]))["fleet"]["decisions"] for g in gws]
+        assert shown[0] == shown[1] and shown[0][-1]["action"] == "rollback"
         # A's new requests all go to the baseline.
         c = openai.OpenAI(base_url=ga.url + "/v1", api_key="none", max_retries=0)
         base = world["baseline"].url.split("//")[1]
