@@ -19,6 +19,9 @@ unlimited key, one with a capped daily budget. One phase per fault, in this orde
                   eject e2, gw2 keep serving from it; healed at the end
   postgres        PostgreSQL stopped `immediate` (as a crash stops it), restarted
                   halfway through the phase
+  database_link_cut  the link between gw1 and PostgreSQL cut for half the phase: gw1
+                  spools its rows and refuses the capped key (on_store_outage: refuse),
+                  gw2 goes on as before
 
 Per phase: requests sent; failed before their first byte (a killed gateway's own
 requests in flight at the kill are counted apart); cut mid-stream; ledger rows missing
@@ -150,7 +153,6 @@ def gateway_kill(fleet, ctx, facts, phase_s):
     facts["killed_at"] = time.time()
     fleet.procs["gw2"].proc.kill()
     fleet.procs["gw2"].proc.wait()
-    facts["lb_ejected_s"] = wait_for(lambda: not fleet.gateway_ready("gw2"), 10)
 
 
 def late_gateway(fleet, ctx, facts, phase_s):
@@ -267,10 +269,28 @@ def postgres(fleet, ctx, facts, phase_s):
     facts["down_s"] = round(time.time() - down_at, 3)
 
 
+def database_link_cut(fleet, ctx, facts, phase_s):
+    time.sleep(1)
+    fleet.hosts.cut("gw1", "pg")
+    cut_at = time.time()
+    facts["gw1_database_unreachable_s"] = wait_for(
+        lambda: json.loads(fleet.procs["gw1"].get("/ready", timeout=5)[1])["database"] ==
+        "unreachable", 20, 0.2)
+    facts["gw2_database"] = json.loads(fleet.procs["gw2"].get("/ready", timeout=5)[1])["database"]
+    time.sleep(max(0, cut_at + phase_s / 2 - time.time()))
+    spool = fleet.dir / "spool-gw1.jsonl"
+    facts["gw1_rows_spooled"] = len(spool.read_text().splitlines()) if spool.exists() else 0
+    fleet.hosts.heal("gw1", "pg")
+    facts["cut_s"] = round(time.time() - cut_at, 3)
+    facts["gw1_spool_written_after_heal_s"] = wait_for(
+        lambda: not spool.exists() or not spool.read_text().strip(), 30, 0.2)
+
+
 PHASES = [("baseline", None), ("gateway_kill", gateway_kill), ("late_gateway", late_gateway),
           ("rollout_apply", rollout_apply), ("rollback", rollback),
           ("engine_kill", engine_kill), ("engine_drain", engine_drain),
-          ("partition", partition), ("postgres", postgres)]
+          ("partition", partition), ("postgres", postgres),
+          ("database_link_cut", database_link_cut)]
 
 
 # ---------------------------------------------------------------- the figures
@@ -292,6 +312,8 @@ def wait_spools_drained(fleet, timeout=60):
 def summarize(records, phases, ledger, gateway_prefix):
     base = [r["ttft"] for r in records if r["phase"] == "baseline" and r["ttft"] is not None]
     base_p99 = p99(base)
+    base_e2e = p99([r["t1"] - r["t0"] for r in records
+                    if r["phase"] == "baseline" and r["outcome"] == "ok"])
     table = []
     for name, facts in phases:
         rs = [r for r in records if r["phase"] == name]
@@ -302,6 +324,7 @@ def summarize(records, phases, ledger, gateway_prefix):
         failed = [r for r in rs if r["outcome"] == "before_first_byte" and r not in allowed]
         ok = [r for r in rs if r["outcome"] == "ok"]
         ttft = p99([r["ttft"] for r in rs if r["ttft"] is not None])
+        e2e = p99([r["t1"] - r["t0"] for r in ok])
         row = {
             "phase": name, "sent": len(rs), "ok": len(ok),
             "failed_before_first_byte": len(failed),
@@ -312,6 +335,8 @@ def summarize(records, phases, ledger, gateway_prefix):
             "ledger_doubled": sum(1 for r in ok if ledger.get(r["id"], 0) > 1),
             "ttft_p99_s": round(ttft, 3) if ttft else None,
             "ttft_p99_ratio": round(ttft / base_p99, 2) if ttft and base_p99 else None,
+            "e2e_p99_s": round(e2e, 3) if e2e else None,
+            "e2e_p99_ratio": round(e2e / base_e2e, 2) if e2e and base_e2e else None,
             "errors": sorted({r.get("error") for r in failed + allowed if r.get("error")}),
             # The three slowest first tokens, to see where a tail came from.
             "slowest": [{"ttft_s": round(r["ttft"], 3), "sent_s": round(r["t0"] - phase_t0, 3),
@@ -357,6 +382,10 @@ def check(result):
             if f.get("rollback_decisions") != 1 or len(applied) != 2 or \
                     max(applied.values()) > 2.0:
                 missed.append(f"rollback: {f}")
+        if row["phase"] == "database_link_cut":
+            if f.get("gw1_database_unreachable_s") is None or f.get("gw2_database") != "ok" or \
+                    f.get("gw1_spool_written_after_heal_s") is None:
+                missed.append(f"database link cut: {f}")
         if row["phase"] == "partition":
             if f.get("gw1_ejected_e2_s") is None or not f.get("gw2_kept_e2_healthy") or \
                     not f.get("gw2_requests_served_by_e2_during_cut"):
@@ -371,13 +400,14 @@ def check(result):
 
 def markdown(result):
     lines = ["| fault | sent | failed before 1st byte | killed gw's in flight | cut mid-stream | "
-             "ledger rows missing | TTFT p99 (ratio to baseline) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "ledger rows missing | TTFT p99 (ratio to baseline) | end to end p99 (ratio) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["phases"]:
         ratio = f"{r['ttft_p99_s']} s ({r['ttft_p99_ratio']}x)" if r["ttft_p99_s"] else "-"
+        e2e = f"{r['e2e_p99_s']} s ({r['e2e_p99_ratio']}x)" if r["e2e_p99_s"] else "-"
         lines.append(f"| {r['phase']} | {r['sent']} | {r['failed_before_first_byte']} | "
                      f"{r['killed_gateways_in_flight']} | {r['cut_mid_stream']} | "
-                     f"{r['ledger_missing']} | {ratio} |")
+                     f"{r['ledger_missing']} | {ratio} | {e2e} |")
     return "\n".join(lines)
 
 

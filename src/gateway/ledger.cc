@@ -186,13 +186,17 @@ class GroupCommitLedger final : public Ledger {
     std::vector<DurableCallback> callbacks;
     std::unique_lock lock(mu_);
     for (;;) {
-      // With rows in the spool the writer wakes every second to write them.
+      // With rows in the spool the writer tries to write them once a second
+      // (not once a batch: on a cut link each try takes the connect timeout).
       if (stats_.spool_rows > 0) {
-        wake_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_ || !queue_.empty(); });
-        if (stats_.spool_rows > 0) {
+        if (std::chrono::steady_clock::now() >= next_unspool_) {
           lock.unlock();
           Unspool();
           lock.lock();
+          next_unspool_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        }
+        if (stats_.spool_rows > 0) {
+          wake_.wait_until(lock, next_unspool_, [&] { return stop_ || !queue_.empty(); });
         }
       } else {
         wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -209,8 +213,12 @@ class GroupCommitLedger final : public Ledger {
         callbacks.push_back(std::move(queue_.front().durable));
         queue_.pop_front();
       }
+      // Rows already wait in the spool: the database was away a moment ago.
+      // New rows join them (an fsync, not a connection attempt that may take
+      // its timeout), and the once-a-second unspooling finds when it is back.
+      const bool spooling = stats_.spool_rows > 0;
       lock.unlock();
-      std::vector<Status> results = Commit(rows);
+      std::vector<Status> results = Commit(rows, spooling);
       int64_t ok = 0;
       for (size_t i = 0; i < n; ++i) {
         if (results[i].ok()) ++ok;
@@ -230,9 +238,11 @@ class GroupCommitLedger final : public Ledger {
   // the data (one bad row), each row is tried alone so that one row cannot
   // lose the others. request_id makes the retry safe: a row that did commit
   // is skipped the second time.
-  std::vector<Status> Commit(std::vector<LedgerRow>& rows) {
+  std::vector<Status> Commit(std::vector<LedgerRow>& rows, bool spooling) {
     for (LedgerRow& row : rows) CleanRow(&row);
-    Status st = store_->InsertBatch(rows);
+    Status st = spooling && !spool_path_.empty()
+                    ? Status(StatusCode::kUnavailable, "rows are waiting in the spool")
+                    : store_->InsertBatch(rows);
     if (st.ok()) {
       ++transactions_;
       return std::vector<Status>(rows.size());
@@ -240,8 +250,10 @@ class GroupCommitLedger final : public Ledger {
     if (st.code() == StatusCode::kUnavailable && !spool_path_.empty()) {
       Status spooled = Spool(rows);
       if (spooled.ok()) {
-        log::Warn("cost ledger: {} row(s) spooled to {} (the database is away: {})", rows.size(),
-                  spool_path_, st.message());
+        if (!spooling) {
+          log::Warn("cost ledger: {} row(s) spooled to {} (the database is away: {})", rows.size(),
+                    spool_path_, st.message());
+        }
         return std::vector<Status>(rows.size());
       }
       log::Error("cost ledger: {} row(s) not spooled: {}", rows.size(), spooled.message());
@@ -331,6 +343,7 @@ class GroupCommitLedger final : public Ledger {
 
   std::unique_ptr<LedgerStore> store_;
   const std::string spool_path_;
+  std::chrono::steady_clock::time_point next_unspool_{};  // writer thread only
   mutable std::mutex mu_;
   std::condition_variable wake_;         // rows queued, or stop
   std::condition_variable finished_cv_;  // rows finished (Flush)

@@ -103,12 +103,30 @@ class PgConnection {
   Status Connect() {
     if (conn_) PQfinish(conn_);
     prepared_ = false;
-    const char* keys[] = {"connect_timeout", "application_name", "options",
-                          "dbname",          "client_encoding",  nullptr};
+    // Bounded as the gateway's other connections are (sql_db.cc): a cut link
+    // fails the commit in seconds, and its rows go to the spool.
+    const char* keys[] = {"connect_timeout",
+                          "keepalives",
+                          "keepalives_idle",
+                          "keepalives_interval",
+                          "keepalives_count",
+                          "tcp_user_timeout",
+                          "application_name",
+                          "options",
+                          "dbname",
+                          "client_encoding",
+                          nullptr};
     const char* values[] = {
-        "10",
+        "5",
+        "1",
+        "5",
+        "1",
+        "3",
+        "5000",
         "brisk-ledger",
-        mode_ == LedgerMode::kReadOnly ? "-c default_transaction_read_only=on" : "",
+        mode_ == LedgerMode::kReadOnly
+            ? "-c default_transaction_read_only=on -c statement_timeout=30000"
+            : "-c statement_timeout=10000 -c idle_in_transaction_session_timeout=10000",
         url_.c_str(),
         "UTF8",
         nullptr};

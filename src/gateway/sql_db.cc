@@ -30,6 +30,11 @@ std::string SqlText(const SqlValue& v) {
   return fmt::format("{}", std::get<double>(v));  // shortest form that reads back the same
 }
 
+// Every statement and lock wait is bounded; a transaction left open by a
+// gateway that went away is ended by the server.
+constexpr const char* kSessionOptions =
+    "-c statement_timeout=10000 -c lock_timeout=5000 -c idle_in_transaction_session_timeout=10000";
+
 class PostgresDb final : public SqlDb {
  public:
   explicit PostgresDb(std::string url) : url_(std::move(url)) {}
@@ -39,9 +44,24 @@ class PostgresDb final : public SqlDb {
 
   Status Connect() {
     if (conn_) PQfinish(conn_);
-    const char* keys[] = {"connect_timeout", "application_name", "dbname", "client_encoding",
+    // A cut link fails a statement in seconds instead of TCP's minutes (unacked
+    // data: tcp_user_timeout; a silent peer: keepalives), and the server ends
+    // a session of ours stuck in a transaction, releasing its row locks (a
+    // budget window), when the link to this gateway is cut under it.
+    const char* keys[] = {"connect_timeout",
+                          "keepalives",
+                          "keepalives_idle",
+                          "keepalives_interval",
+                          "keepalives_count",
+                          "tcp_user_timeout",
+                          "options",
+                          "application_name",
+                          "dbname",
+                          "client_encoding",
                           nullptr};
-    const char* values[] = {"5", "brisk-gateway", url_.c_str(), "UTF8", nullptr};
+    const char* values[] = {
+        "5",          "1",    "5",    "1", "3", "5000", kSessionOptions, "brisk-gateway",
+        url_.c_str(), "UTF8", nullptr};
     conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
     if (!conn_) return Internal("out of memory connecting to PostgreSQL");
     PQsetNoticeProcessor(

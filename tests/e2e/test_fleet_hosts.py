@@ -38,7 +38,7 @@ def test_fleet_survives_every_fault(brisk_bin, tmp_path):
     result = json.loads(out.read_text())
     assert [p["phase"] for p in result["phases"]] == [
         "baseline", "gateway_kill", "late_gateway", "rollout_apply", "rollback", "engine_kill",
-        "engine_drain", "partition", "postgres"]
+        "engine_drain", "partition", "postgres", "database_link_cut"]
     pg = next(p for p in result["phases"] if p["phase"] == "postgres")
     assert pg["facts"]["rows_spooled"] > 0  # the outage was real: rows waited in the spools
     assert result["budget"]["refused"] > 0  # and the limit was reached
