@@ -7,6 +7,7 @@
 #include <libpq-fe.h>
 
 #include <charconv>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -274,10 +275,13 @@ class PostgresStore final : public LedgerStore {
     if (mode_ == LedgerMode::kReadOnly) {
       return Status(StatusCode::kUnimplemented, "PostgreSQL ledger opened read-only");
     }
+    const auto start = std::chrono::steady_clock::now();
     Status st = TryInsert(rows);
-    if (st.code() == StatusCode::kUnavailable && !writer_.ok()) {
-      // The connection broke under the batch (a server restart, a killed
-      // backend): once more on a fresh one.
+    if (st.code() == StatusCode::kUnavailable && !writer_.ok() &&
+        std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) {
+      // The connection broke under the batch at once (a server restart, a
+      // killed backend): once more on a fresh one. One that timed out (a cut
+      // link) would time out again; the rows go to the spool instead.
       st = TryInsert(rows);
     }
     return st;

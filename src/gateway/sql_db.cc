@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include <chrono>
 #include <mutex>
 
 #include "gateway/ledger.h"
@@ -28,6 +29,13 @@ std::string SqlText(const SqlValue& v) {
   if (const auto* s = std::get_if<std::string>(&v)) return *s;
   if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   return fmt::format("{}", std::get<double>(v));  // shortest form that reads back the same
+}
+
+// A connection that broke at once (a restarted server) is worth one more try
+// on a fresh one; one that broke by timing out (a cut link) would only time
+// out again, in connect_timeout.
+bool SlowBreak(std::chrono::steady_clock::time_point start) {
+  return std::chrono::steady_clock::now() - start > std::chrono::seconds(1);
 }
 
 // Every statement and lock wait is bounded; a transaction left open by a
@@ -78,8 +86,11 @@ class PostgresDb final : public SqlDb {
     std::lock_guard lock(mu_);
     for (int round = 0;; ++round) {
       if (!conn_ || PQstatus(conn_) != CONNECTION_OK) RETURN_IF_ERROR(Connect());
+      const auto start = std::chrono::steady_clock::now();
       auto rows = ExecValues(sql, params);
-      if (rows.ok() || PQstatus(conn_) == CONNECTION_OK || round == 1) return rows;
+      if (rows.ok() || PQstatus(conn_) == CONNECTION_OK || round == 1 || SlowBreak(start)) {
+        return rows;
+      }
       log::Warn("gateway: PostgreSQL connection lost ({}); reconnecting", rows.status().message());
     }
   }
@@ -96,6 +107,7 @@ class PostgresDb final : public SqlDb {
     };
     for (int round = 0;; ++round) {
       if (!conn_ || PQstatus(conn_) != CONNECTION_OK) RETURN_IF_ERROR(Connect());
+      const auto start = std::chrono::steady_clock::now();
       Tx tx(this);
       Status st = ExecValues("BEGIN", {}).status();
       if (st.ok()) st = body(tx);
@@ -106,7 +118,7 @@ class PostgresDb final : public SqlDb {
         return st;
       }
       // A COMMIT cut off may or may not have happened: the body runs once more.
-      if (round == 1) return st;
+      if (round == 1 || SlowBreak(start)) return st;
       log::Warn("gateway: PostgreSQL connection lost in a transaction ({}); reconnecting",
                 st.message());
     }
