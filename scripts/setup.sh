@@ -11,6 +11,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libxxhash-dev
   libyaml-cpp-dev libboost1.81-dev libsqlite3-dev libpq-dev libvalijson-dev
+  libzmq3-dev cppzmq-dev libssl-dev
   unzip python3-pip fortunes libjs-chart.js
 )
 # What the tests add: GoogleTest and Google Benchmark, clang's sanitizer and
@@ -37,6 +38,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+# msgpack-cxx (KV events), header-only. Debian's libmsgpack-cxx-dev depends on
+# libboost-dev, which is Boost 1.74 and conflicts with the 1.81 the build uses,
+# so its headers are unpacked from the same Debian package into .deps/ and
+# built without Boost (MSGPACK_NO_BOOST).
+if [ ! -f .deps/msgpack-cxx/usr/include/msgpack.hpp ]; then
+  mkdir -p .deps
+  (
+    cd .deps
+    apt-get download libmsgpack-cxx-dev 2>/dev/null || { apt-get update -qq && apt-get download libmsgpack-cxx-dev; }
+    dpkg-deb -x libmsgpack-cxx-dev_*.deb msgpack-cxx
+    rm -f libmsgpack-cxx-dev_*.deb
+  )
 fi
 
 if [ "$with_tests" = 1 ]; then

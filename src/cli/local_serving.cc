@@ -26,6 +26,8 @@ EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threa
   eo.speculative.max_batch = sp.max_batch;
   eo.speculative.min_gain = 1.0 + sp.min_gain_percent / 100.0;
   eo.speculative.adaptive = sp.adaptive;
+  eo.kv_events = config.cache.kv_events.enabled;
+  eo.kv_events_hash_seed = config.cache.kv_events.hash_seed;
   return eo;
 }
 
@@ -88,7 +90,20 @@ Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfi
   }
   if (Status st = eo.speculative.Validate(); !st.ok()) return st;
   s->engine_ = std::make_unique<Engine>(model, tokenizer, eo);
-  s->loop_ = std::make_unique<EngineLoop>(*s->engine_);
+  if (const auto& ke = config.cache.kv_events; ke.enabled) {
+    KvEventPublisherOptions po;
+    po.endpoint = ke.endpoint;
+    po.replay_endpoint = ke.replay_endpoint;
+    po.topic = ke.topic;
+    po.buffer_steps = ke.buffer_steps;
+    po.block_size = s->engine_->scheduler().options().block_size;
+    po.sliding_window = s->engine_->scheduler().options().sliding_window;
+    po.wire.int_block_hashes = ke.int_block_hashes;
+    auto publisher = KvEventPublisher::Start(std::move(po));
+    if (!publisher.ok()) return publisher.status().WithContext("cache.kv_events");
+    s->kv_events_ = std::move(*publisher);
+  }
+  s->loop_ = std::make_unique<EngineLoop>(*s->engine_, s->kv_events_.get());
   auto server = OpenAiServer::Start(config, *s->loop_, *s->renderer_, std::move(model_id),
                                     std::move(*access_log));
   if (!server.ok()) return server.status();

@@ -48,6 +48,7 @@ class LocalServing {
   std::unique_ptr<Model> draft_model_;  // speculative.method: draft
   std::unique_ptr<PromptRenderer> renderer_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<KvEventPublisher> kv_events_;  // cache.kv_events; outlives loop_
   std::unique_ptr<EngineLoop> loop_;
   std::unique_ptr<OpenAiServer> server_;
 };

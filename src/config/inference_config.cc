@@ -112,6 +112,21 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"block_size", r.PowerOfTwo(&s.block_size, 256)},
            {"kv_precision", r.OneOf(&k.kv_precision, kKvPrecisions)},
            {"share_prefix_across_tenants", r.Bool(&k.share_prefix_across_tenants)},
+           {"kv_events",
+            [&r, &ke = k.kv_events](const YAML::Node& v, const Loc& at) -> Status {
+              Reader er = r;  // the nested map's own reader
+              return er.ReadMap(v, at,
+                                {
+                                    {"enabled", er.Bool(&ke.enabled)},
+                                    {"endpoint", er.String(&ke.endpoint, false)},
+                                    {"replay_endpoint", er.String(&ke.replay_endpoint, true)},
+                                    {"topic", er.String(&ke.topic, true)},
+                                    {"buffer_steps", er.Int(&ke.buffer_steps, 1, 1000000)},
+                                    {"hash_seed", er.String(&ke.hash_seed, true)},
+                                    {"int_block_hashes", er.Bool(&ke.int_block_hashes)},
+                                },
+                                {});
+            }},
        }},
       {"response",
        {
@@ -304,6 +319,11 @@ Status CheckConsistency(const Reader& r, const InferenceConfig& c) {
     const int at = std::max(line("model.rope_scaling", "model.rope_scaling_factor"),
                             line("model.rope_original_context", "model.max_context_tokens"));
     return r.Error(at, "{}", st.message());
+  }
+  if (c.cache.kv_events.enabled && !c.scheduler.prefix_cache) {
+    return r.Error(line("cache.kv_events", "cache.prefix_cache"),
+                   "cache.kv_events tells what the prefix cache holds: it needs "
+                   "cache.prefix_cache: true");
   }
   if (c.scheduler.prefix_cache && !c.cache.kv_cache) {
     return r.Error(line("cache.prefix_cache", "cache.kv_cache"),

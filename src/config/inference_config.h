@@ -54,6 +54,18 @@ struct InferenceConfig {
     bool kv_cache = true;              // prefix_cache and block_size: in scheduler
     std::string kv_precision = "f16";  // one of KvPrecisionNames() (model/kv_cache.h)
     bool share_prefix_across_tenants = false;
+    // KV events in vLLM's wire format (engine/kv_event_publisher.h): what the
+    // prefix cache holds, for fleet routers. Off by default.
+    struct KvEvents {
+      bool enabled = false;
+      std::string endpoint = "tcp://*:5557";         // PUB
+      std::string replay_endpoint = "tcp://*:5558";  // ROUTER; "" = none
+      std::string topic;                             // e.g. kv@<pod>@<model> for llm-d
+      int buffer_steps = 10000;                      // batches kept for replay
+      std::string hash_seed = "0";                   // vLLM's PYTHONHASHSEED
+      bool int_block_hashes = false;                 // vLLM's VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES
+      bool operator==(const KvEvents&) const = default;
+    } kv_events;
     bool operator==(const Cache&) const = default;
   } cache;
   struct Response {

@@ -45,6 +45,13 @@ Engine::Engine(Model& model, const Tokenizer& tokenizer, const EngineOptions& op
                   PrefillTokenWeight(model.config())),
       t0_(Clock::now()) {
   if (options.prefault_kv) kv_.Prefault();
+  if (options.kv_events) {
+    external_hasher_ = std::make_unique<ExternalBlockHasher>(options.kv_events_hash_seed);
+    kv_events_ = std::make_unique<KvEventLog>(pool_.num_blocks(), options.scheduler.block_size,
+                                              scheduler_.options().sliding_window);
+    kv_events_->Cleared();  // a subscriber forgets what an earlier process held
+    scheduler_.EnableKvEvents(kv_events_.get(), external_hasher_.get());
+  }
   using Overlap = EngineOptions::MaskOverlap;
   const unsigned cores = std::thread::hardware_concurrency();
   outputs_.set_mask_overlap(
@@ -53,6 +60,10 @@ Engine::Engine(Model& model, const Tokenizer& tokenizer, const EngineOptions& op
 }
 
 Engine::~Engine() = default;
+
+std::vector<KvEvent> Engine::TakeKvEvents() {
+  return kv_events_ ? kv_events_->Take() : std::vector<KvEvent>{};
+}
 
 double Engine::Now() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
 
@@ -112,6 +123,11 @@ Status Engine::Add(int64_t request_id, GenerationRequest r) {
   st.salt = r.prompt_logprobs && r.logprobs >= 0
                 ? RootBlockHash(fmt::format("{}\x1fprompt-logprobs/{}", r.cache_salt, request_id))
                 : RootBlockHash(r.cache_salt);
+  if (kv_events_) {
+    st.salt_text = r.prompt_logprobs && r.logprobs >= 0
+                       ? fmt::format("{}\x1fprompt-logprobs/{}", r.cache_salt, request_id)
+                       : r.cache_salt;
+  }
   st.tenant = std::hash<std::string>{}(r.tenant);
   RETURN_IF_ERROR(scheduler_.Add(std::move(st)));
   // A lazy constraint (tool_choice auto) decodes plainly (speculator.h).

@@ -53,6 +53,10 @@ struct EngineOptions {
   // cores than the forward pass's threads (else the two would only take
   // turns on the same cores).
   enum class MaskOverlap : uint8_t { kAuto, kOn, kOff } mask_overlap = MaskOverlap::kAuto;
+  // KV events (engine/kv_events.h): the prefix cache's changes recorded for
+  // Engine::TakeKvEvents, hashed as vLLM's sha256_cbor with this seed.
+  bool kv_events = false;
+  std::string kv_events_hash_seed = "0";
 };
 
 class Engine {
@@ -80,6 +84,11 @@ class Engine {
   const Scheduler& scheduler() const { return scheduler_; }
   const KvCache& kv_cache() const { return kv_; }
   const StepStats& last_step() const { return last_step_; }
+  // KV events since the last call (none unless EngineOptions::kv_events);
+  // the first call after construction starts with AllBlocksCleared.
+  std::vector<KvEvent> TakeKvEvents();
+  // Null unless EngineOptions::kv_events.
+  const KvEventLog* kv_event_log() const { return kv_events_.get(); }
   const Speculator& speculator() const { return speculator_; }
   ThreadPool& threads() { return threads_; }
   Model& model() { return model_; }
@@ -102,6 +111,10 @@ class Engine {
   ThreadPool threads_;
   KvCache kv_;
   KvBlockPool pool_;
+  // Before the scheduler: its prefix cache tells the log when it clears on
+  // destruction.
+  std::unique_ptr<ExternalBlockHasher> external_hasher_;
+  std::unique_ptr<KvEventLog> kv_events_;
   Scheduler scheduler_;
   OutputProcessor outputs_;
   Speculator speculator_;

@@ -1,6 +1,7 @@
 #include "engine/engine_loop.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -8,8 +9,9 @@
 
 namespace brisk {
 
-EngineLoop::EngineLoop(Engine& engine)
+EngineLoop::EngineLoop(Engine& engine, KvEventPublisher* kv_events)
     : engine_(engine),
+      kv_events_(kv_events),
       max_queued_{engine.scheduler().options().max_waiting[0],
                   engine.scheduler().options().max_waiting[1]} {
   stats_.kv_blocks_total = engine.block_pool().num_blocks();
@@ -157,10 +159,20 @@ void EngineLoop::FailAll(const Status& st) {
   (void)engine_.Step(&outs);  // frees what the cancels left
 }
 
+void EngineLoop::PublishKvEvents() {
+  if (!kv_events_) return;
+  std::vector<KvEvent> events = engine_.TakeKvEvents();
+  if (events.empty()) return;
+  const double ts =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  kv_events_->Publish(ts, std::move(events));
+}
+
 void EngineLoop::Run() {
   std::vector<SequenceOutput> outs;
   std::vector<Pending> incoming;
   std::vector<int64_t> cancels;
+  PublishKvEvents();  // AllBlocksCleared: a new process holds nothing
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -190,6 +202,7 @@ void EngineLoop::Run() {
       log::Error("engine step failed: {}", st.ToString());
       FailAll(st);
     }
+    PublishKvEvents();
     const StepStats& ss = engine_.last_step();
     const int32_t tokens = ss.prefill_tokens + ss.decode_tokens;
     if (dt > 0 && tokens > 0) {

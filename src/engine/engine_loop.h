@@ -17,12 +17,15 @@
 
 #include "engine/engine.h"
 #include "engine/engine_client.h"
+#include "engine/kv_event_publisher.h"
 
 namespace brisk {
 
 class EngineLoop final : public EngineClient {
  public:
-  explicit EngineLoop(Engine& engine);
+  // `kv_events` (optional, outliving the loop) gets the engine's KV events
+  // (Engine::TakeKvEvents) after every step.
+  explicit EngineLoop(Engine& engine, KvEventPublisher* kv_events = nullptr);
   ~EngineLoop() override;  // Stop()
 
   EngineInfo info() const override;
@@ -58,8 +61,10 @@ class EngineLoop final : public EngineClient {
   void Deliver(const std::vector<SequenceOutput>& outs);
   void FailAll(const Status& st);
   void RefreshStats();
+  void PublishKvEvents();
 
   Engine& engine_;
+  KvEventPublisher* kv_events_;
   StepObserver on_step_;
   const int max_queued_[kNumPriorities];
   mutable std::mutex mu_;

@@ -35,6 +35,7 @@ PrefixCache::PrefixCache(KvBlockPool* pool, int block_size)
 }
 
 PrefixCache::~PrefixCache() {
+  listener_ = nullptr;  // it may be gone already; nobody is told of the end
   Clear();
   pool_->set_keeper(nullptr);
 }
@@ -77,12 +78,13 @@ int32_t PrefixCache::AcquirePrefix(std::span<const BlockHash> hashes,
   return n;
 }
 
-void PrefixCache::Publish(int32_t block, const BlockHash& h) {
+bool PrefixCache::Publish(int32_t block, const BlockHash& h) {
   assert(pool_->RefCount(block) > 0);
-  if (has_hash_[block] || by_hash_.count(h)) return;
+  if (has_hash_[block] || by_hash_.count(h)) return false;
   has_hash_[block] = 1;
   hash_[block] = h;
   by_hash_.emplace(h, block);
+  return true;
 }
 
 int32_t PrefixCache::Lookup(const BlockHash& h) const {
@@ -98,6 +100,7 @@ void PrefixCache::Clear() {
   }
   for (const auto& [h, b] : by_hash_) has_hash_[b] = 0;
   by_hash_.clear();
+  if (listener_) listener_->Cleared();
 }
 
 // ---- the pool's block keeper -----------------------------------------------
@@ -142,6 +145,7 @@ void PrefixCache::Forget(int32_t b) {
   if (!has_hash_[b]) return;
   by_hash_.erase(hash_[b]);
   has_hash_[b] = 0;
+  if (listener_) listener_->Forgotten(b);
 }
 
 }  // namespace brisk

@@ -42,6 +42,16 @@ BlockHash ChainBlockHash(const BlockHash& parent, std::span<const int32_t> token
 
 class PrefixCache final : public KvBlockPool::BlockKeeper {
  public:
+  // Told when blocks lose their hash (KV events: engine/kv_events.h).
+  class Listener {
+   public:
+    virtual void Forgotten(int32_t block) = 0;  // evicted for reuse
+    virtual void Cleared() = 0;                 // every hash forgotten
+
+   protected:
+    ~Listener() = default;
+  };
+
   // Becomes `pool`'s block keeper until destroyed; the pool must outlive it.
   PrefixCache(KvBlockPool* pool, int block_size);
   // Hands every kept block back to the pool as an ordinary free block.
@@ -64,8 +74,11 @@ class PrefixCache final : public KvBlockPool::BlockKeeper {
   int32_t AcquirePrefix(std::span<const BlockHash> hashes, std::vector<int32_t>* blocks);
   // Records that `block` (allocated, full, its K/V computed) holds the
   // contents `h`. A hash another block already holds is left alone (this
-  // block stays private), and so is a block that already has a hash.
-  void Publish(int32_t block, const BlockHash& h);
+  // block stays private), and so is a block that already has a hash. True
+  // when the block now holds `h` and did not before.
+  bool Publish(int32_t block, const BlockHash& h);
+  // At most one listener; nullptr: none.
+  void set_listener(Listener* listener) { listener_ = listener; }
 
   // The block holding `h`, or -1. Takes no reference.
   int32_t Lookup(const BlockHash& h) const;
@@ -89,6 +102,7 @@ class PrefixCache final : public KvBlockPool::BlockKeeper {
   void Forget(int32_t block);
 
   KvBlockPool* pool_;
+  Listener* listener_ = nullptr;
   int block_size_;
   std::vector<uint8_t> has_hash_;
   std::vector<BlockHash> hash_;

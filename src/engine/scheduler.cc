@@ -60,6 +60,7 @@ Status Scheduler::Add(SeqState seq) {
   seq.num_computed = 0;
   seq.blocks.clear();
   seq.block_hashes.clear();
+  seq.external_hashes.clear();
   seq.num_published = 0;
   seq.num_cached_prompt = -1;
   seq.num_window_checked = 0;
@@ -191,9 +192,33 @@ void Scheduler::PublishComputed(SeqState& s) {
   prefix_cache_.HashFullBlocks(s.salt, s.tokens, &s.block_hashes);
   const int32_t full =
       std::min<int32_t>(s.num_computed / opts_.block_size, static_cast<int32_t>(s.blocks.size()));
-  for (int32_t i = s.num_published; i < full; ++i)
-    prefix_cache_.Publish(s.blocks[i], s.block_hashes[i]);
+  for (int32_t i = s.num_published; i < full; ++i) {
+    if (prefix_cache_.Publish(s.blocks[i], s.block_hashes[i]) && events_) RecordStored(s, i);
+  }
   s.num_published = std::max(s.num_published, full);
+}
+
+void Scheduler::EnableKvEvents(KvEventLog* log, const ExternalBlockHasher* hasher) {
+  events_ = log;
+  external_hasher_ = hasher;
+  prefix_cache_.set_listener(log);
+}
+
+// Block i of `s` was just published: a BlockStored with vLLM's hash of it.
+void Scheduler::RecordStored(SeqState& s, int32_t i) {
+  const size_t bs = static_cast<size_t>(opts_.block_size);
+  const std::span<const int32_t> tokens(s.tokens);
+  while (s.external_hashes.size() <= static_cast<size_t>(i)) {
+    const size_t k = s.external_hashes.size();
+    const ExternalBlockHash& parent =
+        k == 0 ? external_hasher_->none_hash() : s.external_hashes[k - 1];
+    s.external_hashes.push_back(external_hasher_->Chain(
+        parent, tokens.subspan(k * bs, bs), k == 0 ? std::string_view(s.salt_text) : ""));
+  }
+  const int32_t b = s.blocks[i];
+  events_->Stored(b, s.external_hashes[i], i == 0 ? nullptr : &s.external_hashes[i - 1],
+                  tokens.subspan(i * bs, bs), i == 0 ? std::string_view(s.salt_text) : "",
+                  !pool_->Locals(b).empty());
 }
 
 // ---- KV allocation and preemption -----------------------------------------

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "engine/kv_block_pool.h"
+#include "engine/kv_events.h"
 #include "engine/prefix_cache.h"
 #include "engine/priority.h"
 #include "engine/scheduler_options.h"
@@ -87,9 +88,13 @@ struct SeqState {
   std::vector<int32_t> blocks;
   BlockHash salt;                       // root of the block-hash chain
   std::vector<BlockHash> block_hashes;  // of full blocks of `tokens`
-  int32_t num_published = 0;            // blocks published to the prefix cache
-  int32_t num_cached_prompt = -1;       // prompt tokens found cached at first admission
-  int32_t num_window_checked = 0;       // leading blocks already past the sliding window
+  // KV events only (Scheduler::EnableKvEvents): the cache salt as text and
+  // vLLM's hashes of the same blocks (engine/kv_events.h).
+  std::string salt_text;
+  std::vector<ExternalBlockHash> external_hashes;
+  int32_t num_published = 0;       // blocks published to the prefix cache
+  int32_t num_cached_prompt = -1;  // prompt tokens found cached at first admission
+  int32_t num_window_checked = 0;  // leading blocks already past the sliding window
   SeqStatus status = SeqStatus::kWaiting;
   int32_t num_preemptions = 0;
   double first_scheduled_s = -1;
@@ -162,6 +167,9 @@ class Scheduler {
 
   const SchedulerOptions& options() const { return opts_; }
   const PrefixCache& prefix_cache() const { return prefix_cache_; }
+  // From now on the prefix cache's changes go to `log` as KV events, with
+  // block hashes from `hasher`; both must outlive the scheduler.
+  void EnableKvEvents(KvEventLog* log, const ExternalBlockHasher* hasher);
 
   // Queues a sequence (tokens, num_prompt, priority, arrival_s, deadline_s
   // and salt set by the caller; the rest is reset). ResourceExhausted when
@@ -238,6 +246,7 @@ class Scheduler {
   void MakeRoom(double now_s, SchedulerOutput& out);
   void AdmitFromPrefixCache(SeqState& s);
   void PublishComputed(SeqState& s);
+  void RecordStored(SeqState& s, int32_t i);
   void Free(SeqState& s);
   void Remove(int64_t id);
   void RecordWaste();
@@ -245,6 +254,8 @@ class Scheduler {
   SchedulerOptions opts_;
   KvBlockPool* pool_;
   PrefixCache prefix_cache_;
+  KvEventLog* events_ = nullptr;
+  const ExternalBlockHasher* external_hasher_ = nullptr;
   std::unordered_map<int64_t, std::unique_ptr<SeqState>> seqs_;
   std::vector<SeqState*> running_;
   std::vector<SeqState*> waiting_;

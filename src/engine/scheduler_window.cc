@@ -28,7 +28,10 @@ void Scheduler::DropOutOfWindow(SeqState& s) {
   const auto past = static_cast<int32_t>(std::min<int64_t>(
       first_seen > 0 ? first_seen / opts_.block_size : 0, static_cast<int64_t>(s.blocks.size())));
   for (int32_t i = s.num_window_checked; i < past; ++i)
-    if (pool_->RefCount(s.blocks[i]) == 1) pool_->DropLocals(s.blocks[i]);
+    if (pool_->RefCount(s.blocks[i]) == 1) {
+      pool_->DropLocals(s.blocks[i]);
+      if (events_ && prefix_cache_.IsCached(s.blocks[i])) events_->LocalsDropped(s.blocks[i]);
+    }
   s.num_window_checked = std::max(s.num_window_checked, past);
 }
 
