@@ -120,14 +120,13 @@ Status Engine::Add(int64_t request_id, GenerationRequest r) {
   st.num_seats = r.n;
   // Prompt logprobs need every prompt position computed: a salt no other
   // request has keeps the prefix cache from serving any of it.
-  st.salt = r.prompt_logprobs && r.logprobs >= 0
-                ? RootBlockHash(fmt::format("{}\x1fprompt-logprobs/{}", r.cache_salt, request_id))
-                : RootBlockHash(r.cache_salt);
-  if (kv_events_) {
-    st.salt_text = r.prompt_logprobs && r.logprobs >= 0
-                       ? fmt::format("{}\x1fprompt-logprobs/{}", r.cache_salt, request_id)
-                       : r.cache_salt;
-  }
+  const std::string logprobs_salt =
+      r.prompt_logprobs && r.logprobs >= 0
+          ? fmt::format("{}\x1fprompt-logprobs/{}", r.cache_salt, request_id)
+          : std::string();
+  const std::string_view salt = logprobs_salt.empty() ? r.cache_salt : logprobs_salt;
+  st.salt = RootBlockHash(salt);
+  if (kv_events_) st.salt_text = salt;  // vLLM's extra keys (kv_events.h)
   st.tenant = std::hash<std::string>{}(r.tenant);
   RETURN_IF_ERROR(scheduler_.Add(std::move(st)));
   // A lazy constraint (tool_choice auto) decodes plainly (speculator.h).

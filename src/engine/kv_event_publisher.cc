@@ -91,9 +91,7 @@ void KvEventPublisher::Publish(double ts, std::vector<KvEvent> events) {
 
 void KvEventPublisher::Run() {
   using namespace std::chrono_literals;
-  const auto stop_by = [this] {
-    return std::chrono::steady_clock::now() + 1s;  // the drain's bound on shutdown
-  };
+  // Set on shutdown: what is still queued gets a second to go out.
   std::optional<std::chrono::steady_clock::time_point> deadline;
   for (;;) {
     std::deque<Queued> batch;
@@ -106,7 +104,7 @@ void KvEventPublisher::Run() {
       batch.swap(queue_);
       stop = stopping_;
     }
-    if (stop && !deadline) deadline = stop_by();
+    if (stop && !deadline) deadline = std::chrono::steady_clock::now() + 1s;
     for (const Queued& q : batch) {
       if (deadline && std::chrono::steady_clock::now() > *deadline) break;
       Send(q);
