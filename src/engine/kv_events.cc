@@ -4,7 +4,6 @@
 
 #include <cassert>
 #include <cstring>
-#include <msgpack.hpp>
 
 namespace brisk {
 namespace {
@@ -150,103 +149,6 @@ std::vector<KvEvent> KvEventLog::Take() {
   std::vector<KvEvent> out;
   out.swap(events_);
   return out;
-}
-
-// ---- the wire format ----------------------------------------------------------
-
-namespace {
-
-using Packer = msgpack::packer<msgpack::sbuffer>;
-
-void PackStr(Packer& pk, std::string_view s) {
-  pk.pack_str(static_cast<uint32_t>(s.size()));
-  pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
-}
-
-void PackHash(Packer& pk, const ExternalBlockHash& h, bool as_int) {
-  if (as_int) {
-    uint64_t v = 0;
-    for (size_t i = h.size() - 8; i < h.size(); ++i) v = (v << 8) | h[i];
-    pk.pack_uint64(v);
-  } else {
-    pk.pack_bin(static_cast<uint32_t>(h.size()));
-    pk.pack_bin_body(reinterpret_cast<const char*>(h.data()), static_cast<uint32_t>(h.size()));
-  }
-}
-
-void PackHashes(Packer& pk, const std::vector<ExternalBlockHash>& hs, bool as_int) {
-  pk.pack_array(static_cast<uint32_t>(hs.size()));
-  for (const auto& h : hs) PackHash(pk, h, as_int);
-}
-
-}  // namespace
-
-std::string EncodeKvEventBatch(double ts, std::span<const KvEvent> events, int block_size,
-                               int sliding_window, const KvEventWireOptions& wire) {
-  msgpack::sbuffer buf;
-  Packer pk(&buf);
-  pk.pack_array(3);
-  pk.pack_double(ts);
-  pk.pack_array(static_cast<uint32_t>(events.size()));
-  const bool as_int = wire.int_block_hashes;
-  for (const KvEvent& e : events) {
-    switch (e.type) {
-      case KvEvent::Type::kBlockStored: {
-        // [tag, block_hashes, parent_block_hash, token_ids, block_size, lora_id,
-        //  medium, lora_name, extra_keys, group_idx, kv_cache_spec_kind,
-        //  kv_cache_spec_sliding_window]
-        pk.pack_array(12);
-        PackStr(pk, "BlockStored");
-        PackHashes(pk, e.block_hashes, as_int);
-        if (e.parent)
-          PackHash(pk, *e.parent, as_int);
-        else
-          pk.pack_nil();
-        pk.pack_array(static_cast<uint32_t>(e.token_ids.size()));
-        for (int32_t t : e.token_ids) pk.pack_uint32(static_cast<uint32_t>(t));
-        pk.pack_int32(block_size);
-        pk.pack_nil();  // lora_id
-        PackStr(pk, wire.medium);
-        pk.pack_nil();  // lora_name
-        bool salted = false;
-        for (const auto& s : e.salts) salted |= !s.empty();
-        if (!salted) {
-          pk.pack_nil();
-        } else {
-          pk.pack_array(static_cast<uint32_t>(e.salts.size()));
-          for (const auto& s : e.salts) {
-            if (s.empty()) {
-              pk.pack_nil();
-            } else {
-              pk.pack_array(1);
-              PackStr(pk, s);
-            }
-          }
-        }
-        pk.pack_int32(e.group);
-        PackStr(pk, e.group == 1 ? "sliding_window" : "full_attention");
-        if (e.group == 1)
-          pk.pack_int32(sliding_window);
-        else
-          pk.pack_nil();
-        break;
-      }
-      case KvEvent::Type::kBlockRemoved:
-        // [tag, block_hashes, medium, group_idx]
-        pk.pack_array(4);
-        PackStr(pk, "BlockRemoved");
-        PackHashes(pk, e.block_hashes, as_int);
-        PackStr(pk, wire.medium);
-        pk.pack_int32(e.group);
-        break;
-      case KvEvent::Type::kAllBlocksCleared:
-        pk.pack_array(1);
-        PackStr(pk, "AllBlocksCleared");
-        break;
-    }
-  }
-  pk.pack_int32(wire.data_parallel_rank);
-  return std::string(buf.data(), buf.size());
 }
 
 }  // namespace brisk

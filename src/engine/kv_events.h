@@ -18,8 +18,9 @@
 // has its local layers' pages. Consecutive stores of one chain, and
 // consecutive removals, merge into one event.
 //
-// The engine thread owns the log; EncodeKvEventBatch turns a step's events
-// into the msgpack payload of one message (kv_event_publisher.h sends it).
+// The engine thread owns the log; EncodeKvEventBatch (kvwire/kv_event_wire.h)
+// turns a step's events into the msgpack payload of one message
+// (kv_event_publisher.h sends it).
 #pragma once
 
 #include <array>
@@ -31,10 +32,9 @@
 #include <vector>
 
 #include "engine/prefix_cache.h"
+#include "kvwire/kv_event_wire.h"
 
 namespace brisk {
-
-using ExternalBlockHash = std::array<uint8_t, 32>;
 
 // vLLM's sha256_cbor block hashes.
 class ExternalBlockHasher {
@@ -49,17 +49,6 @@ class ExternalBlockHasher {
 
  private:
   ExternalBlockHash none_hash_;
-};
-
-struct KvEvent {
-  enum class Type : uint8_t { kBlockStored, kBlockRemoved, kAllBlocksCleared };
-  Type type = Type::kBlockStored;
-  std::vector<ExternalBlockHash> block_hashes;
-  std::optional<ExternalBlockHash> parent;  // stored: null for a chain's first block
-  std::vector<int32_t> token_ids;           // stored: block_size per block
-  // Stored: one per block, the salt of a first block with one ("" = null).
-  std::vector<std::string> salts;
-  int group = 0;  // 0: full attention; 1: sliding window
 };
 
 class KvEventLog final : public PrefixCache::Listener {
@@ -93,19 +82,5 @@ class KvEventLog final : public PrefixCache::Listener {
   std::vector<uint8_t> groups_;  // bit g: group g holds the block
   std::vector<KvEvent> events_;
 };
-
-struct KvEventWireOptions {
-  std::string medium = "CPU";  // where the blocks are: this engine's RAM
-  // vLLM's VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES: the low 64 bits as an
-  // unsigned integer instead of the 32 bytes.
-  bool int_block_hashes = false;
-  int data_parallel_rank = 0;
-};
-
-// One msgpack EventBatch [ts, [events...], data_parallel_rank], each event an
-// array tagged with its type name as msgspec's array_like tagged structs
-// encode them.
-std::string EncodeKvEventBatch(double ts, std::span<const KvEvent> events, int block_size,
-                               int sliding_window, const KvEventWireOptions& wire);
 
 }  // namespace brisk

@@ -1,11 +1,10 @@
 // KV events: vLLM's sha256_cbor hashes against vectors computed with cbor2
-// and hashlib (what vLLM itself calls), the event log over a real prefix
-// cache, and the msgpack wire format read back with msgpack-cxx.
+// and hashlib (what vLLM itself calls) and the event log over a real prefix
+// cache (the wire format: kvwire/kv_event_wire_test.cc).
 #include "engine/kv_events.h"
 
 #include <gtest/gtest.h>
 
-#include <msgpack.hpp>
 #include <numeric>
 
 #include "engine/kv_block_pool.h"
@@ -125,80 +124,6 @@ TEST(KvEventLogTest, PrefixCacheEvictionAndClearBecomeEvents) {
   ASSERT_EQ(ev.size(), 1u);  // what came before a clear is moot
   EXPECT_EQ(ev[0].type, KvEvent::Type::kAllBlocksCleared);
   cache.set_listener(nullptr);
-}
-
-TEST(KvEventWireTest, EncodesVllmArrayLikeTaggedStructs) {
-  KvEvent stored;
-  stored.type = KvEvent::Type::kBlockStored;
-  stored.block_hashes = {H(1), H(2)};
-  stored.token_ids = {7, 8, 9, 10};
-  stored.salts = {"acme", ""};
-  KvEvent window = stored;
-  window.group = 1;
-  window.salts = {"", ""};
-  window.parent = H(0);
-  KvEvent removed;
-  removed.type = KvEvent::Type::kBlockRemoved;
-  removed.block_hashes = {H(3)};
-  KvEvent cleared;
-  cleared.type = KvEvent::Type::kAllBlocksCleared;
-  const std::vector<KvEvent> events = {stored, window, removed, cleared};
-  KvEventWireOptions wire;
-  const std::string bytes = EncodeKvEventBatch(12.5, events, 2, 512, wire);
-
-  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
-  const msgpack::object& batch = oh.get();
-  ASSERT_EQ(batch.type, msgpack::type::ARRAY);
-  ASSERT_EQ(batch.via.array.size, 3u);
-  EXPECT_EQ(batch.via.array.ptr[0].as<double>(), 12.5);
-  EXPECT_EQ(batch.via.array.ptr[2].as<int>(), 0);  // data_parallel_rank
-  const msgpack::object& evs = batch.via.array.ptr[1];
-  ASSERT_EQ(evs.via.array.size, 4u);
-
-  const msgpack::object* s = evs.via.array.ptr[0].via.array.ptr;
-  ASSERT_EQ(evs.via.array.ptr[0].via.array.size, 12u);
-  EXPECT_EQ(s[0].as<std::string>(), "BlockStored");
-  ASSERT_EQ(s[1].via.array.size, 2u);
-  EXPECT_EQ(s[1].via.array.ptr[0].type, msgpack::type::BIN);
-  EXPECT_EQ(s[1].via.array.ptr[0].via.bin.size, 32u);
-  EXPECT_EQ(static_cast<uint8_t>(s[1].via.array.ptr[1].via.bin.ptr[31]), 2);
-  EXPECT_TRUE(s[2].is_nil());  // no parent: the chain's first block
-  EXPECT_EQ(s[3].as<std::vector<int>>(), (std::vector<int>{7, 8, 9, 10}));
-  EXPECT_EQ(s[4].as<int>(), 2);
-  EXPECT_TRUE(s[5].is_nil());  // lora_id
-  EXPECT_EQ(s[6].as<std::string>(), "CPU");
-  EXPECT_TRUE(s[7].is_nil());          // lora_name
-  ASSERT_EQ(s[8].via.array.size, 2u);  // extra_keys, one per block
-  EXPECT_EQ(s[8].via.array.ptr[0].via.array.ptr[0].as<std::string>(), "acme");
-  EXPECT_TRUE(s[8].via.array.ptr[1].is_nil());
-  EXPECT_EQ(s[9].as<int>(), 0);
-  EXPECT_EQ(s[10].as<std::string>(), "full_attention");
-  EXPECT_TRUE(s[11].is_nil());
-
-  const msgpack::object* w = evs.via.array.ptr[1].via.array.ptr;
-  EXPECT_EQ(w[2].via.bin.size, 32u);
-  EXPECT_TRUE(w[8].is_nil());  // no salt anywhere
-  EXPECT_EQ(w[9].as<int>(), 1);
-  EXPECT_EQ(w[10].as<std::string>(), "sliding_window");
-  EXPECT_EQ(w[11].as<int>(), 512);
-
-  const msgpack::object& r = evs.via.array.ptr[2];
-  ASSERT_EQ(r.via.array.size, 4u);
-  EXPECT_EQ(r.via.array.ptr[0].as<std::string>(), "BlockRemoved");
-  EXPECT_EQ(r.via.array.ptr[2].as<std::string>(), "CPU");
-  EXPECT_EQ(r.via.array.ptr[3].as<int>(), 0);
-
-  const msgpack::object& c = evs.via.array.ptr[3];
-  ASSERT_EQ(c.via.array.size, 1u);
-  EXPECT_EQ(c.via.array.ptr[0].as<std::string>(), "AllBlocksCleared");
-
-  // vLLM's integer form: the low 64 bits, big-endian.
-  wire.int_block_hashes = true;
-  const std::string ints = EncodeKvEventBatch(0, std::span(events).first(1), 2, 0, wire);
-  oh = msgpack::unpack(ints.data(), ints.size());
-  EXPECT_EQ(
-      oh.get().via.array.ptr[1].via.array.ptr[0].via.array.ptr[1].via.array.ptr[1].as<uint64_t>(),
-      2u);
 }
 
 }  // namespace
