@@ -110,6 +110,9 @@ std::vector<Field> UpstreamFields(const Reader& r, UpstreamConfig& u, std::strin
       {"type", r.OneOf(&u.type, kUpstreamTypes)},
       {"api_key", r.String(&u.api_key, false)},
       {"api_key_env", r.String(key_env, false)},
+      {"kv_events", r.String(&u.kv_events, false)},
+      {"kv_events_replay", r.String(&u.kv_events_replay, false)},
+      {"kv_events_topic", r.String(&u.kv_events_topic, true)},
   };
 }
 
@@ -148,6 +151,22 @@ Status ReadUpstreams(Reader& r, const YAML::Node& n, const Loc& at,
       }
       u.api_key = value;
     }
+    for (const std::string* ep : {&u.kv_events, &u.kv_events_replay}) {
+      if (!ep->empty() && !ep->starts_with("tcp://") && !ep->starts_with("ipc://")) {
+        return r.Error(entry.line, "{}.{}: expected tcp://host:port or ipc://path, got '{}'",
+                       entry.path, ep == &u.kv_events ? "kv_events" : "kv_events_replay", *ep);
+      }
+    }
+    if (u.kv_events.empty() && !u.kv_events_replay.empty()) {
+      return r.Error(entry.line, "{}: kv_events_replay needs kv_events (the event stream)",
+                     entry.path);
+    }
+    if (!u.kv_events.empty() && u.type != "brisk") {
+      return r.Error(entry.line,
+                     "{}: kv_events needs a brisk upstream (the gateway asks it for the "
+                     "prompt's block hashes)",
+                     entry.path);
+    }
     for (const UpstreamConfig& prev : *out) {
       if (prev.url == u.url) {
         return r.Error(entry.line, "{}: upstream '{}' is listed twice in this tier", entry.path,
@@ -176,6 +195,10 @@ std::vector<Section> BuildSchema(const Reader& r, GatewayConfig& c) {
            {"eject_s", r.Seconds(&p.eject_s, true, kDay)},
            {"max_attempts", r.Int(&p.max_attempts, 1, 16)},
            {"connect_timeout_s", r.Seconds(&p.connect_timeout_s, true, 600)},
+           {"prefix_routing", r.Bool(&p.prefix_routing)},
+           {"prefix_index_blocks", r.Int(&p.prefix_index_blocks, 1, int64_t{1} << 32)},
+           {"queued_request_tokens", r.Int(&p.queued_request_tokens, 0, int64_t{1} << 30)},
+           {"block_hashes_timeout_s", r.Seconds(&p.block_hashes_timeout_s, true, 60)},
        }},
       {"ledger",
        {{"url", r.String(&c.ledger.url, false)},

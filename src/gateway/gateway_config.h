@@ -20,6 +20,12 @@ struct UpstreamConfig {
   std::string url;             // http://host:port[/base]
   std::string type = "brisk";  // "brisk" (a `brisk serve`) | "openai" (any OpenAI-compatible)
   std::string api_key;         // sent upstream as a bearer token ("" = none); key or key_env
+  // Its engine's KV events (precise prefix routing; gateway/kv_event_subscriber.h):
+  // the engine's cache.kv_events endpoint and replay_endpoint as this host
+  // reaches them ("" = none), and its topic.
+  std::string kv_events;         // tcp://host:5557
+  std::string kv_events_replay;  // tcp://host:5558
+  std::string kv_events_topic;
   bool operator==(const UpstreamConfig&) const = default;
 };
 
@@ -87,6 +93,11 @@ struct GatewayConfig {
     double eject_s = 5;
     int max_attempts = 3;  // per tier: the first try plus retries on other replicas
     double connect_timeout_s = 2;
+    // Precise prefix routing, for tiers whose upstreams name their KV events.
+    bool prefix_routing = true;
+    int64_t prefix_index_blocks = 262144;  // block keys the index keeps per tier
+    int64_t queued_request_tokens = 1024;  // a request in flight, in prompt tokens to compute
+    double block_hashes_timeout_s = 0.5;   // asking an engine for the prompt's block hashes
     bool operator==(const Replicas&) const = default;
   } replicas;
   struct Ledger {

@@ -104,6 +104,39 @@ TEST(GatewayConfig, RejectsWhatCannotWork) {
       "BRISK_NO_SUCH_VAR_X");
 }
 
+TEST(GatewayConfig, KvEventsOfUpstreamsAndPrefixRouting) {
+  auto c = ParseGatewayConfig(R"(
+tiers:
+  - name: a
+    upstreams:
+      - {url: "http://10.0.0.1:8000", kv_events: "tcp://10.0.0.1:5557",
+         kv_events_replay: "tcp://10.0.0.1:5558", kv_events_topic: kv}
+      - http://10.0.0.2:8000
+replicas: {prefix_index_blocks: 1000, queued_request_tokens: 256, block_hashes_timeout_s: 0.2}
+)",
+                              "g.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const UpstreamConfig& u = c->tiers[0].upstreams[0];
+  EXPECT_EQ(u.kv_events, "tcp://10.0.0.1:5557");
+  EXPECT_EQ(u.kv_events_replay, "tcp://10.0.0.1:5558");
+  EXPECT_EQ(u.kv_events_topic, "kv");
+  EXPECT_TRUE(c->tiers[0].upstreams[1].kv_events.empty());
+  EXPECT_TRUE(c->replicas.prefix_routing);
+  EXPECT_EQ(c->replicas.prefix_index_blocks, 1000);
+  EXPECT_EQ(c->replicas.queued_request_tokens, 256);
+  EXPECT_DOUBLE_EQ(c->replicas.block_hashes_timeout_s, 0.2);
+
+  ExpectError("tiers:\n  - {name: a, upstreams: [{url: http://x:1, kv_events: x:5557}]}\n",
+              "tcp://host:port");
+  ExpectError(
+      "tiers:\n  - {name: a, upstreams: [{url: http://x:1, kv_events_replay: tcp://x:2}]}\n",
+      "needs kv_events");
+  ExpectError(
+      "tiers:\n  - {name: a, upstreams: [{url: http://x:1, type: openai, kv_events: "
+      "tcp://x:2}]}\n",
+      "brisk upstream");
+}
+
 TEST(GatewayConfig, UpstreamKeyFromEnvironment) {
   setenv("BRISK_GW_TEST_KEY", "sk-from-env", 1);
   auto c = ParseGatewayConfig(

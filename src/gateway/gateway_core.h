@@ -15,6 +15,8 @@
 
 #include "gateway/fleet_members.h"
 #include "gateway/gateway_config.h"
+#include "gateway/kv_block_index.h"
+#include "gateway/kv_event_subscriber.h"
 #include "gateway/ledger.h"
 #include "gateway/replica_picker.h"
 #include "gateway/router.h"
@@ -39,6 +41,11 @@ struct TierRuntime {
   std::mutex mu;
   ReplicaPicker picker;  // guarded by mu
   std::string model;     // guarded by mu: the id sent upstream ("" until known)
+  // Precise prefix routing (prefix_routing.h): the index of the replicas'
+  // KV caches and the subscriber that fills it (destroyed first); null
+  // unless the tier's upstreams publish KV events.
+  std::unique_ptr<KvBlockIndex> kv_index;
+  std::unique_ptr<KvEventSubscriber> kv_events;
 
   TierRuntime(std::vector<std::string> replica_names, PickerOptions options)
       : picker(std::move(replica_names), options) {}
@@ -110,6 +117,10 @@ struct GatewayCore {
   ~GatewayCore();
 };
 
+// The gateway's callback gauges: database up, requests in flight, and per
+// replica its health, outstanding work, reported queue, running sequences and
+// KV fill (gateway_metrics.cc).
+void RegisterGauges(const std::shared_ptr<GatewayCore>& core);
 // Starts the health checks (now, then every health_interval_s) and the
 // rollout stage timer (gateway_timers.cc).
 void StartTimers(const std::shared_ptr<GatewayCore>& core);

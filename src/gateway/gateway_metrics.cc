@@ -1,5 +1,6 @@
 // The gateway's Prometheus series (GatewayMetrics in gateway_core.h).
 #include "gateway/gateway_core.h"
+#include "gateway/rollout_manager.h"
 
 namespace brisk::gateway {
 
@@ -59,6 +60,49 @@ metrics::Histogram* GatewayMetrics::Stage(const std::string& stage) {
 metrics::Histogram* GatewayMetrics::EndToEnd(const std::string& tier) {
   return registry.GetHistogram("brisk_gateway_e2e_seconds", "Request time, end to end.",
                                metrics::LatencyBucketsSeconds(), {{"tier", tier}});
+}
+
+void RegisterGauges(const std::shared_ptr<GatewayCore>& core) {
+  std::weak_ptr<GatewayCore> weak = core;
+  core->registry.AddCallbackGauge(
+      "brisk_gateway_database_up",
+      "1 while the shared database (rollouts, budgets, stored responses) answered the last sync.",
+      {}, [weak] {
+        auto c = weak.lock();
+        return c && c->rollouts && c->rollouts->store_ok() ? 1.0 : 0.0;
+      });
+  core->registry.AddCallbackGauge("brisk_gateway_active_requests", "Requests in flight.", {},
+                                  [weak] {
+                                    auto c = weak.lock();
+                                    return c ? static_cast<double>(c->active.load()) : 0.0;
+                                  });
+  for (auto& t : core->tiers) {
+    TierRuntime* tier = t.get();
+    for (size_t i = 0; i < tier->names.size(); ++i) {
+      metrics::Labels labels = {{"tier", tier->config->name}, {"upstream", tier->names[i]}};
+      auto read = [tier, i](auto field) {
+        return [tier, i, field] {
+          std::lock_guard lock(tier->mu);
+          return field(tier->picker.replicas()[i]);
+        };
+      };
+      core->registry.AddCallbackGauge(
+          "brisk_gateway_upstream_healthy", "1 while the replica is not ejected.", labels,
+          read([](const ReplicaState& s) { return s.ejected ? 0.0 : 1.0; }));
+      core->registry.AddCallbackGauge(
+          "brisk_gateway_upstream_outstanding", "This gateway's requests in flight there.", labels,
+          read([](const ReplicaState& s) { return static_cast<double>(s.outstanding); }));
+      core->registry.AddCallbackGauge(
+          "brisk_gateway_upstream_queue_depth", "Waiting sequences the replica last reported.",
+          labels, read([](const ReplicaState& s) { return static_cast<double>(s.load.waiting); }));
+      core->registry.AddCallbackGauge(
+          "brisk_gateway_upstream_running", "Running sequences the replica last reported.", labels,
+          read([](const ReplicaState& s) { return static_cast<double>(s.load.running); }));
+      core->registry.AddCallbackGauge("brisk_gateway_upstream_kv_fill",
+                                      "KV cache fill the replica last reported (0..1).", labels,
+                                      read([](const ReplicaState& s) { return s.load.kv_fill; }));
+    }
+  }
 }
 
 }  // namespace brisk::gateway

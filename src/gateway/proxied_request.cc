@@ -175,13 +175,16 @@ void ProxiedRequest::TryNext() {
               "upstream_unavailable", {{"Retry-After", "1"}});
     return;
   }
+  if (prefix_pending_ || (tier_attempts_ == 0 && LookUpPrefix())) return;  // it calls back
   const auto now = Clock::now();
   std::optional<int> pick;
+  const PrefixMatch* prefix = prefix_ && prefix_tier_pos_ == tier_pos_ ? &*prefix_ : nullptr;
   if (tier_attempts_ < core_->config.replicas.max_attempts) {
     std::lock_guard tl(tier.mu);
-    pick = tier.picker.Pick(affinity_key_, tried_, now);
+    pick = tier.picker.Pick(affinity_key_, tried_, now, prefix);
     if (pick) tier.picker.Started(*pick);
   }
+  if (pick && prefix && tier_attempts_ == 0) CountCachedPrefix(*prefix, *pick);
   if (!pick && on_candidate_ && !client_started_) {
     FallBackToBaseline();
     return TryNext();

@@ -10,11 +10,13 @@
 // never block, so they are made while holding it.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -153,6 +155,20 @@ class ProxiedRequest : public std::enable_shared_from_this<ProxiedRequest> {
   int64_t shadow_seed_ = -1;  // set on both copies of a shadowed request without a seed
   std::string answer_text_;   // the answer's text, for the shadow pair and the output check
   GatewayStages stages_;      // latency budget and trace context (Server-Timing, traceparent)
+  // Precise prefix routing (prefix_routing.h): the replicas' cached prefixes
+  // of this prompt in the current tier, looked up once per tier before its
+  // first pick (the lookup counts in the `route` stage).
+  std::optional<PrefixMatch> prefix_;
+  int prefix_tier_pos_ = -1;  // the tier position prefix_ belongs to
+  bool prefix_pending_ = false;
+  std::shared_ptr<http::UpstreamCall> prefix_call_;
+  std::shared_ptr<boost::asio::steady_timer> prefix_timer_;
+  // Whether the current tier's prefix lookup is still to do; if so, starts
+  // it (it calls TryNext when done or given up on).
+  bool LookUpPrefix();
+  void PrefixLookedUp(Expected<std::pair<int, std::string>> answer, const char* result);
+  // The prompt tokens the chosen replica holds, against the prompt's (metrics).
+  void CountCachedPrefix(const PrefixMatch& prefix, int replica);
   // The head of the client's stream: ids, route, the stages so far, our
   // traceparent, and the Trailer announcing the full Server-Timing.
   http::Headers StreamHeaders();

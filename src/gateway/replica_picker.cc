@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace brisk::gateway {
 
@@ -54,7 +55,7 @@ bool ReplicaPicker::Candidate(int replica, const std::vector<int>& exclude, Stea
 }
 
 std::optional<int> ReplicaPicker::Pick(uint64_t affinity_key, const std::vector<int>& exclude,
-                                       SteadyTime now) {
+                                       SteadyTime now, const PrefixMatch* prefix) {
   const int n = static_cast<int>(replicas_.size());
   std::vector<int> candidates;
   candidates.reserve(replicas_.size());
@@ -70,6 +71,9 @@ std::optional<int> ReplicaPicker::Pick(uint64_t affinity_key, const std::vector<
   }
   if (candidates.empty()) return std::nullopt;
   if (options_.policy == PickPolicy::kRoundRobin) return PickRoundRobin(candidates);
+  if (prefix && prefix->prompt_blocks > 0) {
+    if (auto r = PickCachedPrefix(*prefix, affinity_key, candidates)) return r;
+  }
   if (options_.prefix_affinity && affinity_key != 0) {
     return PickAffinity(affinity_key, candidates);
   }
@@ -129,6 +133,43 @@ std::optional<int> ReplicaPicker::PickAffinity(uint64_t affinity_key,
     if (is_candidate[r] && work(r) <= capacity) return r;
   }
   return PickLeastLoaded(candidates);  // not reached: some candidate qualifies
+}
+
+std::optional<int> ReplicaPicker::PickCachedPrefix(const PrefixMatch& prefix, uint64_t affinity_key,
+                                                   const std::vector<int>& candidates) {
+  auto known = [&](int r) {
+    const auto i = static_cast<size_t>(r);
+    return i < prefix.cached_blocks.size() && (i >= prefix.known.size() || prefix.known[i]);
+  };
+  auto cached = [&](int r) -> int64_t {
+    return known(r) ? std::clamp<int64_t>(prefix.cached_blocks[r], 0, prefix.prompt_blocks) : 0;
+  };
+  if (std::none_of(candidates.begin(), candidates.end(), known)) return std::nullopt;
+  const int64_t block = std::max(1, prefix.block_size);
+  const int64_t weight = std::max<int64_t>(0, options_.queued_request_tokens);
+  int64_t best = std::numeric_limits<int64_t>::max();
+  std::vector<int> tied;
+  for (int c : candidates) {
+    const int64_t cost = (prefix.prompt_blocks - cached(c)) * block + weight * work(c);
+    if (cost < best) {
+      best = cost;
+      tied.clear();
+    }
+    if (cost == best) tied.push_back(c);
+  }
+  if (tied.size() == 1 || affinity_key == 0 || !options_.prefix_affinity)
+    return PickRoundRobin(tied);
+  // Equal cost (typically: nothing cached anywhere, equal load): the first of
+  // them on the key's ring, so that a new prefix has one home.
+  std::vector<char> is_tied(replicas_.size(), 0);
+  for (int t : tied) is_tied[t] = 1;
+  const uint64_t point = XXH3_64bits(&affinity_key, sizeof(affinity_key));
+  auto it = std::lower_bound(ring_.begin(), ring_.end(), std::make_pair(point, 0));
+  for (size_t step = 0; step < ring_.size(); ++step, ++it) {
+    if (it == ring_.end()) it = ring_.begin();
+    if (is_tied[it->second]) return it->second;
+  }
+  return PickRoundRobin(tied);
 }
 
 void ReplicaPicker::Started(int replica) {

@@ -25,6 +25,17 @@
 //     Shared system prompts therefore land on the replica whose prefix cache
 //     holds them, unless that replica is overloaded. Adding a replica moves
 //     only the keys that now hash to it (about 1/N).
+//     With precise prefix routing (the tier's engines publish KV events, and
+//     the request's prompt blocks were looked up in the tier's KvBlockIndex:
+//     PrefixMatch), the replicas' actual cached prefixes decide instead:
+//     each candidate's cost is the prompt tokens it would have to compute
+//     ((prompt blocks - cached blocks) x block size) plus
+//     `queued_request_tokens` per unit of outstanding work, and the
+//     cheapest wins; equal costs (nothing cached, equal load) go to the
+//     first of them on the affinity key's ring, so a new prefix has one
+//     home. When no candidate's events are live, affinity decides as above.
+//     Unlike affinity's fixed homes, a prefix evicted everywhere is placed
+//     again by load, so groups spread by where there is room.
 //  3. Otherwise the least outstanding work: requests this gateway has in
 //     flight there, plus the replica's own last reported queue (waiting
 //     sequences), with its KV fill as the tie-breaker; remaining ties go
@@ -60,6 +71,17 @@ struct PickerOptions {
   int virtual_nodes = 64;
   int eject_after_failures = 3;
   std::chrono::milliseconds eject_for{5000};
+  // Precise prefix routing: what one unit of outstanding work (a request in
+  // flight or queued) weighs against prompt tokens to compute.
+  int64_t queued_request_tokens = 1024;
+};
+
+// A request's prompt against a tier's KV block index (precise prefix routing).
+struct PrefixMatch {
+  int32_t prompt_blocks = 0;           // full blocks of the prompt
+  int block_size = 16;                 // tokens a block
+  std::vector<int32_t> cached_blocks;  // per replica: its cached run of the prompt's blocks
+  std::vector<char> known;             // per replica: its KV events are live (else 0 cached)
 };
 
 // What an engine last said about itself (brisk serve's GET /load).
@@ -88,7 +110,9 @@ class ReplicaPicker {
   // ejected with time still to run (one whose time is up is probed only when
   // no admitted replica is left). `affinity_key` 0 means none. Does not count
   // the request: call Started() when it is sent.
-  std::optional<int> Pick(uint64_t affinity_key, const std::vector<int>& exclude, SteadyTime now);
+  // `prefix` (optional): the replicas' cached prefixes of this prompt.
+  std::optional<int> Pick(uint64_t affinity_key, const std::vector<int>& exclude, SteadyTime now,
+                          const PrefixMatch* prefix = nullptr);
 
   void Started(int replica);
   // A request ended (each Started() gets exactly one Finished()). See
@@ -119,6 +143,9 @@ class ReplicaPicker {
   std::optional<int> PickRoundRobin(const std::vector<int>& candidates);
   std::optional<int> PickLeastLoaded(const std::vector<int>& candidates);
   std::optional<int> PickAffinity(uint64_t affinity_key, const std::vector<int>& candidates);
+  // nullopt: no candidate's KV events are live.
+  std::optional<int> PickCachedPrefix(const PrefixMatch& prefix, uint64_t affinity_key,
+                                      const std::vector<int>& candidates);
   void Fail(int replica, SteadyTime now);
   void Succeed(int replica, SteadyTime now);
   void Eject(int replica, SteadyTime now);

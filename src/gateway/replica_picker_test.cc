@@ -289,5 +289,53 @@ TEST(ReplicaPicker, NoReplicas) {
   EXPECT_EQ(p.healthy_count(kT0), 0);
 }
 
+PrefixMatch Cached(std::vector<int32_t> cached, int32_t prompt_blocks = 100) {
+  PrefixMatch m;
+  m.prompt_blocks = prompt_blocks;
+  m.block_size = 16;
+  m.cached_blocks = std::move(cached);
+  m.known.assign(m.cached_blocks.size(), 1);
+  return m;
+}
+
+TEST(ReplicaPicker, CachedPrefixWinsUntilItsLoadOutweighsIt) {
+  PickerOptions o;
+  o.queued_request_tokens = 1024;
+  ReplicaPicker p(Names(3), o);
+  const PrefixMatch m = Cached({0, 90, 10});
+  EXPECT_EQ(p.Pick(7, {}, kT0, &m), 1);
+  // Replica 1 saves 80 blocks (1,280 tokens) over replica 2: one request in
+  // flight there still leaves it cheaper, two do not.
+  p.Started(1);
+  EXPECT_EQ(p.Pick(7, {}, kT0, &m), 1);
+  p.Started(1);
+  EXPECT_NE(p.Pick(7, {}, kT0, &m), 1);
+  // Excluded (a retry) or ejected: the next cheapest.
+  EXPECT_EQ(p.Pick(7, {1}, kT0, &m), 2);
+}
+
+TEST(ReplicaPicker, NothingCachedOrNothingKnownFallsBackToAffinity) {
+  ReplicaPicker p(Names(3), PickerOptions{});
+  const int home = *p.Pick(12345, {}, kT0);
+  const PrefixMatch none = Cached({0, 0, 0});
+  EXPECT_EQ(p.Pick(12345, {}, kT0, &none), home);
+  PrefixMatch unknown = Cached({50, 50, 50});
+  unknown.known = {0, 0, 0};  // no live KV events: their counts mean nothing
+  EXPECT_EQ(p.Pick(12345, {}, kT0, &unknown), home);
+  PrefixMatch one = Cached({50, 50, 50});
+  one.known = {0, 0, 0};
+  one.known[(home + 1) % 3] = 1;
+  EXPECT_EQ(p.Pick(12345, {}, kT0, &one), (home + 1) % 3);
+}
+
+TEST(ReplicaPicker, NothingCachedGoesByLoadWhereAffinityWouldStayHome) {
+  ReplicaPicker p(Names(3), PickerOptions{});
+  const int home = *p.Pick(99, {}, kT0);
+  p.Started(home);  // within affinity's bounded load (ceil(1.25 x 1/3) = 1)
+  EXPECT_EQ(*p.Pick(99, {}, kT0), home);
+  const PrefixMatch none = Cached({0, 0, 0});
+  EXPECT_NE(*p.Pick(99, {}, kT0, &none), home);
+}
+
 }  // namespace
 }  // namespace brisk::gateway

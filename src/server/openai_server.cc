@@ -97,6 +97,16 @@ http::RouteTable OpenAiServer::Routes() {
       {"/v1/responses/{}/input_items", {"GET"}, false, true, to(&OpenAiServer::ResponseById)},
       {"/tokenize", {"POST"}, true, true, to(&OpenAiServer::TokenizeRoute)},
       {"/detokenize", {"POST"}, true, true, to(&OpenAiServer::DetokenizeRoute)},
+      {"/kv/block_hashes/v1/chat/completions",
+       {"POST"},
+       true,
+       true,
+       to(&OpenAiServer::ChatBlockHashes)},
+      {"/kv/block_hashes/v1/completions",
+       {"POST"},
+       true,
+       true,
+       to(&OpenAiServer::CompletionBlockHashes)},
   });
 }
 
@@ -143,6 +153,8 @@ OpenAiServer::OpenAiServer(const InferenceConfig& config, EngineClient& engine,
       config_.model.reasoning, {config_.model.reasoning_start, config_.model.reasoning_end},
       renderer.chat_template() ? std::string_view(renderer.chat_template()->source())
                                : std::string_view());
+  if (config_.cache.kv_events.enabled)
+    block_hasher_ = std::make_unique<ExternalBlockHasher>(config_.cache.kv_events.hash_seed);
   metrics_->WatchEngine(registry_, engine_);
   std::atomic<int64_t>* active = &active_;
   registry_.AddCallbackGauge("brisk:http_requests_in_flight", "Generation requests being served.",

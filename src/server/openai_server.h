@@ -29,6 +29,7 @@
 
 #include "config/inference_config.h"
 #include "engine/engine_client.h"
+#include "engine/kv_events.h"
 #include "grammar/constraint.h"
 #include "http/header_gate.h"
 #include "http/server.h"
@@ -98,6 +99,18 @@ class OpenAiServer {
   void RunResponseById(const http::Request& req, http::Responder& res);
   void TokenizeRoute(http::Request&& req, std::shared_ptr<http::Responder> res);
   void DetokenizeRoute(http::Request&& req, std::shared_ptr<http::Responder> res);
+  // POST /kv/block_hashes/v1/{chat/completions,completions}: the KV event
+  // block keys (kvwire/kv_event_wire.h) of the request's prompt, as this
+  // engine would publish them (its tenant's salt, its hash seed and block
+  // size), so that a gateway can look the prompt up in its index of the
+  // fleet's caches without a tokenizer of its own. 404 with KV events off.
+  void BlockHashes(int endpoint, http::Request&& req, std::shared_ptr<http::Responder> res);
+  void ChatBlockHashes(http::Request&& req, std::shared_ptr<http::Responder> res) {
+    BlockHashes(0, std::move(req), std::move(res));
+  }
+  void CompletionBlockHashes(http::Request&& req, std::shared_ptr<http::Responder> res) {
+    BlockHashes(1, std::move(req), std::move(res));
+  }
   // /tokenize and /detokenize on a worker strand: key, body, answer.
   void TokenEndpoint(bool tokenize, http::Request&& req, std::shared_ptr<http::Responder> res);
   // The x-brisk-ignored-fields header for skipped keys (none: empty), and
@@ -129,6 +142,7 @@ class OpenAiServer {
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<IgnoredFieldCounter> ignored_fields_;
   ConstraintCache constraints_;  // compiled response_format schemas, by content
+  std::unique_ptr<ExternalBlockHasher> block_hasher_;  // cache.kv_events on; else null
   std::unique_ptr<AccessLog> access_log_;
   std::map<std::string, metrics::Histogram*> stage_seconds_;  // by stage name
   std::unique_ptr<SpanExporter> spans_;                       // null: no OTLP export
