@@ -96,7 +96,7 @@ struct GatewayConfig {
     // Precise prefix routing, for tiers whose upstreams name their KV events.
     bool prefix_routing = true;
     int64_t prefix_index_blocks = 262144;  // block keys the index keeps per tier
-    int64_t queued_request_tokens = 1024;  // a request in flight, in prompt tokens to compute
+    int64_t queued_request_tokens = 256;   // a request in flight, in prompt tokens to compute
     double block_hashes_timeout_s = 0.5;   // asking an engine for the prompt's block hashes
     bool operator==(const Replicas&) const = default;
   } replicas;

@@ -73,7 +73,7 @@ struct PickerOptions {
   std::chrono::milliseconds eject_for{5000};
   // Precise prefix routing: what one unit of outstanding work (a request in
   // flight or queued) weighs against prompt tokens to compute.
-  int64_t queued_request_tokens = 1024;
+  int64_t queued_request_tokens = 256;
 };
 
 // A request's prompt against a tier's KV block index (precise prefix routing).
