@@ -1,5 +1,6 @@
 #include "cli/local_serving.h"
 
+#include "cli/serving_gate.h"
 #include "config/config_yaml.h"
 
 namespace brisk {
@@ -28,6 +29,8 @@ EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threa
   eo.speculative.adaptive = sp.adaptive;
   eo.kv_events = config.cache.kv_events.enabled;
   eo.kv_events_hash_seed = config.cache.kv_events.hash_seed;
+  eo.kv_disk.dir = config.cache.disk_path;
+  eo.kv_disk.capacity_bytes = config.cache.disk_bytes;
   return eo;
 }
 
@@ -42,6 +45,16 @@ Status SetRopeScaling(const InferenceConfig::Model& m, LoadOptions* options) {
   options->rope_scaling = s;
   options->context_tokens = m.max_context_tokens;
   return Status::Ok();
+}
+
+std::string KvDiskServingKey(const InferenceConfig& config, const Model& model) {
+  ServingKey key;
+  key.model_hash = ModelFileHash(model.file().bytes());
+  key.precision = config.model.precision;
+  key.kv_precision = config.cache.kv_precision;
+  key.rope =
+      config.model.rope_scaling == "file" ? "file" : RopeScalingKey(model.config().rope_scaling);
+  return key.Id();
 }
 
 Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfig& config,
@@ -89,6 +102,7 @@ Expected<std::unique_ptr<LocalServing>> LocalServing::Start(const InferenceConfi
     eo.speculative.draft_model = s->draft_model_.get();
   }
   if (Status st = eo.speculative.Validate(); !st.ok()) return st;
+  if (!eo.kv_disk.dir.empty()) eo.kv_disk.serving_key = KvDiskServingKey(config, model);
   s->engine_ = std::make_unique<Engine>(model, tokenizer, eo);
   if (const auto& ke = config.cache.kv_events; ke.enabled) {
     KvEventPublisherOptions po;
@@ -118,6 +132,8 @@ void LocalServing::Stop() {
   // The engine thread cancels what is left; the server then flushes those
   // answers and closes the connections.
   if (loop_) loop_->Stop();
+  // What the disk tier was handed is on disk before the process ends.
+  if (engine_) engine_->FlushKvDisk();
   if (server_) server_->Stop();
 }
 

@@ -25,6 +25,11 @@ EngineOptions EngineOptionsFromConfig(const InferenceConfig& config, int n_threa
 // max_context_tokens to derive one from.
 Status SetRopeScaling(const InferenceConfig::Model& m, LoadOptions* options);
 
+// The KV disk tier's serving key (EngineOptions::kv_disk): the model file's
+// hash, the weight and KV precisions, the RoPE scaling as applied and the
+// engine version (ServingKey::Id, cli/serving_gate.h).
+std::string KvDiskServingKey(const InferenceConfig& config, const Model& model);
+
 class LocalServing {
  public:
   // Checks what the engine cannot do (InvalidArgument / Unimplemented with a

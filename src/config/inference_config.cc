@@ -43,6 +43,7 @@ constexpr std::string_view kSpeculativeMethods[] = {"none", "ngram", "draft"};
 constexpr std::string_view kRopeScalings[] = {"file", "none", "linear", "yarn"};
 
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
+constexpr int64_t kMinDiskBytes = int64_t{1} << 20;
 
 std::vector<Field> Concat(std::vector<Field> a, std::initializer_list<Field> b) {
   a.insert(a.end(), b);
@@ -112,6 +113,8 @@ std::vector<Section> BuildSchema(const Reader& r, InferenceConfig& c) {
            {"block_size", r.PowerOfTwo(&s.block_size, 256)},
            {"kv_precision", r.OneOf(&k.kv_precision, kKvPrecisions)},
            {"share_prefix_across_tenants", r.Bool(&k.share_prefix_across_tenants)},
+           {"disk_path", r.String(&k.disk_path, true)},
+           {"disk_bytes", r.Bytes(&k.disk_bytes, kMaxBytes)},
            {"kv_events",
             [&r, &ke = k.kv_events](const YAML::Node& v, const Loc& at) -> Status {
               Reader er = r;  // the nested map's own reader
@@ -324,6 +327,16 @@ Status CheckConsistency(const Reader& r, const InferenceConfig& c) {
     return r.Error(line("cache.kv_events", "cache.prefix_cache"),
                    "cache.kv_events tells what the prefix cache holds: it needs "
                    "cache.prefix_cache: true");
+  }
+  if (!c.cache.disk_path.empty() && !c.scheduler.prefix_cache) {
+    return r.Error(line("cache.disk_path", "cache.prefix_cache"),
+                   "cache.disk_path is a tier under the prefix cache: it needs "
+                   "cache.prefix_cache: true");
+  }
+  if (!c.cache.disk_path.empty() && c.cache.disk_bytes < kMinDiskBytes) {
+    return r.Error(line("cache.disk_bytes", "cache.disk_path"),
+                   "cache.disk_bytes ({}) must be at least {} (1MiB) with cache.disk_path set",
+                   c.cache.disk_bytes, kMinDiskBytes);
   }
   if (c.scheduler.prefix_cache && !c.cache.kv_cache) {
     return r.Error(line("cache.prefix_cache", "cache.kv_cache"),

@@ -66,6 +66,12 @@ struct InferenceConfig {
       bool int_block_hashes = false;                 // vLLM's VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES
       bool operator==(const KvEvents&) const = default;
     } kv_events;
+    // The disk tier under the prefix cache (engine/kv_disk_tier.h): full
+    // blocks are kept in this directory (written as they are computed), up
+    // to disk_bytes, and read back instead of recomputed when the RAM cache
+    // has evicted them, across restarts. "" = off.
+    std::string disk_path;
+    int64_t disk_bytes = int64_t{10} << 30;  // YAML: integer or "10GiB"
     bool operator==(const Cache&) const = default;
   } cache;
   struct Response {

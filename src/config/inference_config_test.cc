@@ -328,7 +328,8 @@ TEST(ConfigTest, WrongType) {
             "inference.yaml:2: model.path: expected a string, got a sequence");
   EXPECT_EQ(ErrorOf("cache: true\n"),
             "inference.yaml:1: cache: expected a map with keys kv_cache, prefix_cache, "
-            "block_size, kv_precision, share_prefix_across_tenants, kv_events, got 'true'");
+            "block_size, kv_precision, share_prefix_across_tenants, disk_path, disk_bytes, "
+            "kv_events, got 'true'");
   EXPECT_THAT(ErrorOf("server: [1, 2]\n"), HasSubstr("server: expected a map"));
   EXPECT_THAT(ErrorOf("server: {host: {a: b}}\n"),
               HasSubstr("server.host: expected a non-empty string, got a map"));

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "util/log.h"
+
 namespace brisk {
 
 const char* FinishReasonName(FinishReason r) {
@@ -52,6 +54,7 @@ Engine::Engine(Model& model, const Tokenizer& tokenizer, const EngineOptions& op
     kv_events_->Cleared();  // a subscriber forgets what an earlier process held
     scheduler_.EnableKvEvents(kv_events_.get(), external_hasher_.get());
   }
+  if (!options.kv_disk.dir.empty()) OpenKvDisk(options.kv_disk);
   using Overlap = EngineOptions::MaskOverlap;
   const unsigned cores = std::thread::hardware_concurrency();
   outputs_.set_mask_overlap(
@@ -60,6 +63,33 @@ Engine::Engine(Model& model, const Tokenizer& tokenizer, const EngineOptions& op
 }
 
 Engine::~Engine() = default;
+
+void Engine::OpenKvDisk(KvDiskStoreOptions o) {
+  o.serving_key = fmt::format("{}|{}", o.serving_key, KvLayoutKey(kv_.shape()));
+  auto store = KvDiskStore::Open(o);
+  if (!store.ok()) {
+    log::Warn("KV disk tier off: {} (serving from the RAM prefix cache only)",
+              store.status().message());
+    kv_disk_failed_ = true;
+    return;
+  }
+  const KvDiskStats st = (*store)->stats();
+  log::Info("KV disk tier: {} ({} blocks, {} of {} bytes)", (*store)->key_dir(), st.entries,
+            st.bytes_used, o.capacity_bytes);
+  kv_disk_ = std::make_unique<KvDiskTier>(&kv_, std::move(*store));
+  scheduler_.SetKvTier(kv_disk_.get());
+}
+
+KvDiskStats Engine::kv_disk_stats() const {
+  if (kv_disk_) return kv_disk_->store().stats();
+  KvDiskStats st;
+  st.writes_disabled = kv_disk_failed_;
+  return st;
+}
+
+void Engine::FlushKvDisk() {
+  if (kv_disk_) kv_disk_->store().Flush();
+}
 
 std::vector<KvEvent> Engine::TakeKvEvents() {
   return kv_events_ ? kv_events_->Take() : std::vector<KvEvent>{};
@@ -252,6 +282,8 @@ Status Engine::Step(std::vector<SequenceOutput>* outputs) {
   }
   // Finished sequences give their blocks back (no-op unless still held).
   ReleaseFinished();
+  if (kv_disk_)
+    kv_disk_->store().TakeLatencies(&last_step_.kv_disk_read_s, &last_step_.kv_disk_write_s);
   return status;
 }
 

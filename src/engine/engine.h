@@ -22,6 +22,7 @@
 
 #include "engine/generation.h"
 #include "engine/kv_block_pool.h"
+#include "engine/kv_disk_tier.h"
 #include "engine/output_processor.h"
 #include "engine/scheduler.h"
 #include "engine/speculator.h"
@@ -57,6 +58,12 @@ struct EngineOptions {
   // Engine::TakeKvEvents, hashed as vLLM's sha256_cbor with this seed.
   bool kv_events = false;
   std::string kv_events_hash_seed = "0";
+  // The disk tier under the prefix cache (engine/kv_disk_tier.h): off while
+  // kv_disk.dir is empty. kv_disk.serving_key names what the caller knows
+  // changes KV contents (model file, precisions, RoPE, engine version); the
+  // engine adds the KV layout. A directory that cannot be opened leaves the
+  // engine on RAM only (logged; kv_disk_stats().writes_disabled).
+  KvDiskStoreOptions kv_disk;
 };
 
 class Engine {
@@ -89,6 +96,11 @@ class Engine {
   std::vector<KvEvent> TakeKvEvents();
   // Null unless EngineOptions::kv_events.
   const KvEventLog* kv_event_log() const { return kv_events_.get(); }
+  // The disk tier's counters (all zero without one).
+  KvDiskStats kv_disk_stats() const;
+  // Blocks until the disk tier has written what it was handed (no-op
+  // without one).
+  void FlushKvDisk();
   const Speculator& speculator() const { return speculator_; }
   ThreadPool& threads() { return threads_; }
   Model& model() { return model_; }
@@ -99,6 +111,7 @@ class Engine {
   double Now() const;  // seconds on the engine's clock
 
  private:
+  void OpenKvDisk(KvDiskStoreOptions options);
   void ApplyCancels(std::vector<SequenceOutput>* outputs);
   // Finished sequences give their blocks back and leave the speculator.
   void ReleaseFinished();
@@ -115,6 +128,9 @@ class Engine {
   // destruction.
   std::unique_ptr<ExternalBlockHasher> external_hasher_;
   std::unique_ptr<KvEventLog> kv_events_;
+  // Before the scheduler, whose prefix cache hands it evicted blocks.
+  std::unique_ptr<KvDiskTier> kv_disk_;
+  bool kv_disk_failed_ = false;  // configured, but the directory could not be opened
   Scheduler scheduler_;
   OutputProcessor outputs_;
   Speculator speculator_;

@@ -17,6 +17,7 @@
 #include <functional>
 
 #include "engine/generation.h"
+#include "engine/kv_disk_store.h"
 #include "engine/scheduler.h"
 #include "util/status.h"
 
@@ -37,6 +38,8 @@ struct EngineLoad {
   double finished_per_s = 0;                // requests, over the last 30 s
   double tokens_per_s = 0;                  // prompt + generated tokens computed, EWMA
   int64_t kv_blocks_total = 0;
+  int64_t kv_bytes_per_block = 0;  // a block's K/V with all its pages
+  KvDiskStats kv_disk;             // the disk tier under the prefix cache
 };
 
 // Facts about the served model that request preparation needs.

@@ -15,6 +15,8 @@ EngineLoop::EngineLoop(Engine& engine, KvEventPublisher* kv_events)
       max_queued_{engine.scheduler().options().max_waiting[0],
                   engine.scheduler().options().max_waiting[1]} {
   stats_.kv_blocks_total = engine.block_pool().num_blocks();
+  const KvCacheShape& kv = engine.kv_cache().shape();
+  stats_.kv_bytes_per_block = kv.BytesPerPage() * (1 + kv.local_groups);
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -79,6 +81,7 @@ void EngineLoop::Cancel(int64_t request_id) {
 EngineLoad EngineLoop::Load() const {
   std::lock_guard<std::mutex> lock(mu_);
   EngineLoad s = stats_;
+  s.kv_disk = engine_.kv_disk_stats();  // thread-safe, and fresh: the writer runs between steps
   for (int p = 0; p < kNumPriorities; ++p)
     s.queued[p] = stats_.scheduler.waiting[p] + inbox_count_[p];
   return s;

@@ -117,6 +117,9 @@ struct StepStats {
   int32_t spec_draft_tokens = 0;  // draft tokens verified
   int32_t spec_accepted_tokens = 0;
   std::vector<int32_t> spec_accepted_per_pos;  // [i]: drafts whose position i was accepted
+  // KV disk tier: seconds each block read (this step) and each block write
+  // (the writer thread, since the last step) took.
+  std::vector<double> kv_disk_read_s, kv_disk_write_s;
 };
 
 }  // namespace brisk

@@ -1,27 +1,8 @@
 #include "engine/prefix_cache.h"
 
-#include <xxhash.h>
-
 #include <cassert>
-#include <cstring>
 
 namespace brisk {
-
-BlockHash RootBlockHash(std::string_view salt) {
-  XXH128_hash_t h = XXH3_128bits_withSeed(salt.data(), salt.size(), 0xb15cull);
-  return {h.low64, h.high64};
-}
-
-BlockHash ChainBlockHash(const BlockHash& parent, std::span<const int32_t> tokens) {
-  // The parent hash is the seed of the low half and mixed into the input, so
-  // equal tokens under different parents differ in all 128 bits.
-  thread_local std::vector<uint8_t> buf;
-  buf.resize(sizeof(parent) + tokens.size_bytes());
-  std::memcpy(buf.data(), &parent, sizeof(parent));
-  std::memcpy(buf.data() + sizeof(parent), tokens.data(), tokens.size_bytes());
-  XXH128_hash_t h = XXH3_128bits_withSeed(buf.data(), buf.size(), parent.lo);
-  return {h.low64, h.high64};
-}
 
 PrefixCache::PrefixCache(KvBlockPool* pool, int block_size)
     : pool_(pool),
@@ -84,6 +65,7 @@ bool PrefixCache::Publish(int32_t block, const BlockHash& h) {
   has_hash_[block] = 1;
   hash_[block] = h;
   by_hash_.emplace(h, block);
+  if (tier_) tier_->Offer(h, block, pool_->Locals(block));
   return true;
 }
 
@@ -115,6 +97,7 @@ int32_t PrefixCache::Evict() {
   const int32_t b = lru_head_;
   assert(b >= 0);
   Unlink(b);
+  if (tier_) tier_->Offer(hash_[b], b, pool_->Locals(b));
   Forget(b);
   return b;
 }

@@ -9,6 +9,10 @@
 // mean equal contents, so the cached prefix of a sequence is the longest run
 // of its block hashes, from the first, that the cache holds.
 //
+// A tier under the cache (engine/kv_tier.h: the disk tier) is offered each
+// block when it is published and when it is evicted, so a later miss here
+// may still be found there.
+//
 // The blocks themselves belong to the KvBlockPool. The cache holds the
 // hash -> block map and, as the pool's block keeper, the free blocks that
 // still hold a hash: when a cached block's last owner lets go it stays
@@ -27,18 +31,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/block_hash.h"
 #include "engine/kv_block_pool.h"
+#include "engine/kv_tier.h"
 
 namespace brisk {
-
-// 128-bit content hash of a full block: XXH3-128 over the parent block's hash
-// and the block's tokens. The root of a chain hashes the salt.
-struct BlockHash {
-  uint64_t lo = 0, hi = 0;
-  bool operator==(const BlockHash&) const = default;
-};
-BlockHash RootBlockHash(std::string_view salt);
-BlockHash ChainBlockHash(const BlockHash& parent, std::span<const int32_t> tokens);
 
 class PrefixCache final : public KvBlockPool::BlockKeeper {
  public:
@@ -79,6 +76,10 @@ class PrefixCache final : public KvBlockPool::BlockKeeper {
   bool Publish(int32_t block, const BlockHash& h);
   // At most one listener; nullptr: none.
   void set_listener(Listener* listener) { listener_ = listener; }
+  // The tier under this cache, offered every block published and every
+  // block evicted for reuse before it is forgotten (Clear() offers none);
+  // nullptr: none.
+  void set_tier(KvTier* tier) { tier_ = tier; }
 
   // The block holding `h`, or -1. Takes no reference.
   int32_t Lookup(const BlockHash& h) const;
@@ -91,9 +92,6 @@ class PrefixCache final : public KvBlockPool::BlockKeeper {
   void Clear();
 
  private:
-  struct HashOf {
-    size_t operator()(const BlockHash& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 31)); }
-  };
   // KvBlockPool::BlockKeeper: free cached blocks in an LRU list.
   bool Keep(int32_t block) override;
   int32_t Evict() override;
@@ -103,10 +101,11 @@ class PrefixCache final : public KvBlockPool::BlockKeeper {
 
   KvBlockPool* pool_;
   Listener* listener_ = nullptr;
+  KvTier* tier_ = nullptr;
   int block_size_;
   std::vector<uint8_t> has_hash_;
   std::vector<BlockHash> hash_;
-  std::unordered_map<BlockHash, int32_t, HashOf> by_hash_;
+  std::unordered_map<BlockHash, int32_t, BlockHashOf> by_hash_;
   // Intrusive doubly linked LRU over free cached blocks; head is evicted first.
   std::vector<int32_t> prev_, next_;
   int32_t lru_head_ = -1, lru_tail_ = -1;

@@ -157,70 +157,6 @@ const SeqState* Scheduler::Find(int64_t id) const {
   return it == seqs_.end() ? nullptr : it->second.get();
 }
 
-// ---- prefix cache ------------------------------------------------------------
-
-// A fresh or preempted sequence reuses the longest run of cached full blocks.
-// At least one token is left to compute: its logits are needed.
-void Scheduler::AdmitFromPrefixCache(SeqState& s) {
-  const bool first = s.num_cached_prompt < 0;
-  if (!opts_.prefix_cache || !s.blocks.empty()) {
-    if (first) s.num_cached_prompt = 0;
-    return;
-  }
-  prefix_cache_.HashFullBlocks(s.salt, s.tokens, &s.block_hashes);
-  const size_t max_hits =
-      std::min(static_cast<size_t>((s.num_tokens() - 1) / opts_.block_size), s.block_hashes.size());
-  int32_t hits = prefix_cache_.AcquirePrefix(
-      std::span<const BlockHash>(s.block_hashes).first(max_hits), &s.blocks);
-  if (WindowPaging()) {  // the local layers need the window before the first computed token
-    const int32_t usable = WindowedHits(s, hits);
-    pool_->ReleaseTable(std::span<const int32_t>(s.blocks).subspan(static_cast<size_t>(usable)));
-    s.blocks.resize(static_cast<size_t>(usable));
-    hits = usable;
-  }
-  s.num_computed = hits * opts_.block_size;
-  s.num_published = hits;
-  if (first) {
-    s.num_cached_prompt = std::min(s.num_computed, s.num_prompt);
-    prefix_query_tokens_ += s.num_prompt;
-    prefix_hit_tokens_ += s.num_cached_prompt;
-  }
-}
-
-void Scheduler::PublishComputed(SeqState& s) {
-  if (!opts_.prefix_cache) return;
-  prefix_cache_.HashFullBlocks(s.salt, s.tokens, &s.block_hashes);
-  const int32_t full =
-      std::min<int32_t>(s.num_computed / opts_.block_size, static_cast<int32_t>(s.blocks.size()));
-  for (int32_t i = s.num_published; i < full; ++i) {
-    if (prefix_cache_.Publish(s.blocks[i], s.block_hashes[i]) && events_) RecordStored(s, i);
-  }
-  s.num_published = std::max(s.num_published, full);
-}
-
-void Scheduler::EnableKvEvents(KvEventLog* log, const ExternalBlockHasher* hasher) {
-  events_ = log;
-  external_hasher_ = hasher;
-  prefix_cache_.set_listener(log);
-}
-
-// Block i of `s` was just published: a BlockStored with vLLM's hash of it.
-void Scheduler::RecordStored(SeqState& s, int32_t i) {
-  const size_t bs = static_cast<size_t>(opts_.block_size);
-  const std::span<const int32_t> tokens(s.tokens);
-  while (s.external_hashes.size() <= static_cast<size_t>(i)) {
-    const size_t k = s.external_hashes.size();
-    const ExternalBlockHash& parent =
-        k == 0 ? external_hasher_->none_hash() : s.external_hashes[k - 1];
-    s.external_hashes.push_back(external_hasher_->Chain(
-        parent, tokens.subspan(k * bs, bs), k == 0 ? std::string_view(s.salt_text) : ""));
-  }
-  const int32_t b = s.blocks[i];
-  events_->Stored(b, s.external_hashes[i], i == 0 ? nullptr : &s.external_hashes[i - 1],
-                  tokens.subspan(i * bs, bs), i == 0 ? std::string_view(s.salt_text) : "",
-                  !pool_->Locals(b).empty());
-}
-
 // ---- KV allocation and preemption -----------------------------------------
 
 // The lowest-ranked running sequence not in this step's batch that ranks
@@ -564,6 +500,10 @@ SchedulerStats Scheduler::stats() const {
   st.preemptions = preemptions_;
   st.prefix_query_tokens = prefix_query_tokens_;
   st.prefix_hit_tokens = prefix_hit_tokens_;
+  st.prefix_disk_hit_tokens = prefix_disk_hit_tokens_;
+  st.prefix_ram_hit_tokens = prefix_hit_tokens_ - prefix_disk_hit_tokens_;
+  st.prefix_ram_hit_blocks = prefix_ram_hit_blocks_;
+  st.prefix_disk_hit_blocks = prefix_disk_hit_blocks_;
   st.steps = steps_;
   st.kv_waste_ratio = waste_samples_ ? waste_sum_ / double(waste_samples_) : 0;
   return st;

@@ -35,7 +35,11 @@
 //    copied before one of them writes into it;
 //  - prefix cache (engine/prefix_cache.h): on admission the longest run of
 //    cached full blocks is reused and computing starts after it; blocks are
-//    published to the cache as their K/V are computed;
+//    published to the cache as their K/V are computed. With a tier under the
+//    cache (SetKvTier: the disk tier), the blocks after the RAM hit that the
+//    tier holds are read into free blocks and published before the step is
+//    built (a tier read never preempts anyone; a failed read ends the run
+//    there and the rest is computed);
 //  - sliding window (sliding_window > 0, the pool pages local layers
 //    separately: kv_block_pool.h): a block that has left a sequence's
 //    window drops its local pages when the sequence is its only holder; a
@@ -58,6 +62,7 @@
 
 #include "engine/kv_block_pool.h"
 #include "engine/kv_events.h"
+#include "engine/kv_tier.h"
 #include "engine/prefix_cache.h"
 #include "engine/priority.h"
 #include "engine/scheduler_options.h"
@@ -154,6 +159,11 @@ struct SchedulerStats {
   int64_t blocks_total = 0, blocks_used = 0, blocks_cached = 0;
   int64_t preemptions = 0;
   int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;
+  // By tier (ram: the prefix cache, disk: the tier under it): prompt tokens
+  // found at a sequence's first admission (ram + disk = prefix_hit_tokens),
+  // and blocks reused at every admission (a preempted sequence again).
+  int64_t prefix_ram_hit_tokens = 0, prefix_disk_hit_tokens = 0;
+  int64_t prefix_ram_hit_blocks = 0, prefix_disk_hit_blocks = 0;
   int64_t steps = 0;
   // Allocated token slots not holding a token, averaged over steps.
   double kv_waste_ratio = 0;
@@ -170,6 +180,9 @@ class Scheduler {
   // From now on the prefix cache's changes go to `log` as KV events, with
   // block hashes from `hasher`; both must outlive the scheduler.
   void EnableKvEvents(KvEventLog* log, const ExternalBlockHasher* hasher);
+  // A tier under the prefix cache (engine/kv_tier.h), outliving the
+  // scheduler; nullptr: none.
+  void SetKvTier(KvTier* tier);
 
   // Queues a sequence (tokens, num_prompt, priority, arrival_s, deadline_s
   // and salt set by the caller; the rest is reset). ResourceExhausted when
@@ -245,6 +258,7 @@ class Scheduler {
   void Preempt(SeqState& s, SchedulerOutput& out);
   void MakeRoom(double now_s, SchedulerOutput& out);
   void AdmitFromPrefixCache(SeqState& s);
+  int32_t LoadFromTier(SeqState& s, size_t from, size_t to);
   void PublishComputed(SeqState& s);
   void RecordStored(SeqState& s, int32_t i);
   void Free(SeqState& s);
@@ -255,6 +269,7 @@ class Scheduler {
   KvBlockPool* pool_;
   PrefixCache prefix_cache_;
   KvEventLog* events_ = nullptr;
+  KvTier* tier_ = nullptr;
   const ExternalBlockHasher* external_hasher_ = nullptr;
   std::unordered_map<int64_t, std::unique_ptr<SeqState>> seqs_;
   std::vector<SeqState*> running_;
@@ -263,6 +278,8 @@ class Scheduler {
   int32_t num_waiting_[kNumPriorities] = {0, 0};
   int64_t preemptions_ = 0;
   int64_t prefix_query_tokens_ = 0, prefix_hit_tokens_ = 0;
+  int64_t prefix_disk_hit_tokens_ = 0;
+  int64_t prefix_ram_hit_blocks_ = 0, prefix_disk_hit_blocks_ = 0;
   int64_t steps_ = 0;
   double waste_sum_ = 0;
   int64_t waste_samples_ = 0;

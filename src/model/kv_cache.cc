@@ -199,8 +199,7 @@ void KvCache::Prefault() {
 }
 
 void KvCache::CopyBlock(int64_t src, int64_t dst) {
-  const int slots = shape_.page_layers > 0 ? shape_.page_layers : shape_.n_layers;
-  for (int j = 0; j < slots; ++j) {
+  for (int j = 0; j < page_slots(); ++j) {
     uint8_t* base = data_.get() + j * num_blocks_ * shape_.BlockStride();
     std::memcpy(base + dst * shape_.BlockStride(), base + src * shape_.BlockStride(),
                 shape_.BlockStride());

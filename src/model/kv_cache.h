@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,15 @@ class KvCache {
   void Prefault();
   // Copies page src to page dst in every slot (copy-on-write of a shared block).
   void CopyBlock(int64_t src, int64_t dst);
+  // Layer slots a page holds (page_layers, or every layer).
+  int page_slots() const { return shape_.page_layers > 0 ? shape_.page_layers : shape_.n_layers; }
+  // Page `page`'s bytes in slot `slot`: BlockStride() of them. A page's K/V
+  // are these over its slots, 0 first (what the disk tier copies out of the
+  // pool and back: engine/kv_disk_tier.h).
+  std::span<uint8_t> PageSlot(int slot, int64_t page) const {
+    return {data_.get() + (slot * num_blocks_ + page) * shape_.BlockStride(),
+            static_cast<size_t>(shape_.BlockStride())};
+  }
 
  private:
   // Block `block` of layer `layer`: K as [kv_dim][block_size], then V as

@@ -78,6 +78,15 @@ ServerMetrics::ServerMetrics(metrics::Registry& r) {
   spec_draft_cached_tokens = r.GetCounter(
       "brisk:spec_decode_draft_cached_prompt_tokens_total",
       "Speculative decoding: prompt tokens the draft model found in its prefix cache instead.");
+  static const std::vector<double> kDiskBuckets = {2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
+                                                   2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1,  1};
+  kv_disk_read = r.GetHistogram(
+      "brisk:kv_disk_read_seconds",
+      "KV disk tier: time to read and check one block (on the engine thread, at admission).",
+      kDiskBuckets);
+  kv_disk_write = r.GetHistogram(
+      "brisk:kv_disk_write_seconds",
+      "KV disk tier: time to write one block (on the tier's writer thread).", kDiskBuckets);
   for (int pos = 0; pos < 16; ++pos)
     spec_accepted_per_pos.push_back(
         r.GetCounter("brisk:spec_decode_num_accepted_tokens_per_pos_total",
@@ -87,6 +96,8 @@ ServerMetrics::ServerMetrics(metrics::Registry& r) {
 
 void ServerMetrics::ObserveStep(const StepStats& s) {
   for (double m : s.grammar_mask_s) grammar_mask->Observe(m);
+  for (double t : s.kv_disk_read_s) kv_disk_read->Observe(t);
+  for (double t : s.kv_disk_write_s) kv_disk_write->Observe(t);
   if (s.spec_eligible > 0) spec_eligible->Inc(s.spec_eligible);
   if (s.spec_draft_s > 0) spec_draft_seconds->Inc(s.spec_draft_s);
   if (s.spec_draft_prompt_tokens > 0)
@@ -109,6 +120,75 @@ void ServerMetrics::ObserveStep(const StepStats& s) {
     step_time_prefill->Inc(s.forward_s * s.prefill_tokens / total);
     step_time_decode->Inc(s.forward_s * s.decode_tokens / total);
   }
+}
+
+// The prefix cache's tiers: RAM (the KV pool's cached blocks) and disk
+// (engine/kv_disk_tier.h; zeros without cache.disk_path).
+void ServerMetrics::WatchKvTiers(metrics::Registry& r, EngineClient* e) {
+  for (const char* tier : {"ram", "disk"}) {
+    const bool ram = tier == std::string_view("ram");
+    const metrics::Labels l = {{"tier", tier}};
+    r.AddCallbackGauge("brisk:prefix_cache_tier_hit_tokens_total",
+                       "Prompt tokens found cached at a request's first admission, by tier.", l,
+                       [e, ram] {
+                         const auto s = e->Load().scheduler;
+                         return double(ram ? s.prefix_ram_hit_tokens : s.prefix_disk_hit_tokens);
+                       });
+    r.AddCallbackGauge("brisk:prefix_cache_tier_hit_blocks_total",
+                       "KV blocks reused instead of recomputed at admission, by tier.", l,
+                       [e, ram] {
+                         const auto s = e->Load().scheduler;
+                         return double(ram ? s.prefix_ram_hit_blocks : s.prefix_disk_hit_blocks);
+                       });
+    r.AddCallbackGauge(
+        "brisk:prefix_cache_tier_hit_bytes_total",
+        "KV bytes reused instead of recomputed, by tier (disk: bytes read; ram: blocks times a "
+        "block's bytes, an upper bound for sliding-window models).",
+        l, [e, ram] {
+          const EngineLoad load = e->Load();
+          return ram ? double(load.scheduler.prefix_ram_hit_blocks) *
+                           double(load.kv_bytes_per_block)
+                     : double(load.kv_disk.bytes_read);
+        });
+    r.AddCallbackGauge(
+        "brisk:kv_tier_bytes",
+        "KV bytes each tier holds for reuse (ram: cached blocks times a block's bytes, an upper "
+        "bound for sliding-window models; disk: entry files).",
+        l, [e, ram] {
+          const EngineLoad load = e->Load();
+          return ram ? double(load.scheduler.blocks_cached) * double(load.kv_bytes_per_block)
+                     : double(load.kv_disk.bytes_used);
+        });
+  }
+  struct DiskSeries {
+    const char* name;
+    const char* help;
+    int64_t KvDiskStats::*field;
+  };
+  static const DiskSeries kDisk[] = {
+      {"brisk:kv_disk_blocks", "KV disk tier: blocks on disk.", &KvDiskStats::entries},
+      {"brisk:kv_disk_reads_total", "KV disk tier: blocks read back.", &KvDiskStats::reads},
+      {"brisk:kv_disk_read_bytes_total", "KV disk tier: payload bytes read back.",
+       &KvDiskStats::bytes_read},
+      {"brisk:kv_disk_writes_total", "KV disk tier: blocks written.", &KvDiskStats::writes},
+      {"brisk:kv_disk_written_bytes_total", "KV disk tier: bytes written (files).",
+       &KvDiskStats::bytes_written},
+      {"brisk:kv_disk_writes_dropped_total",
+       "KV disk tier: evicted blocks not written (the write queue was full, or writes are off).",
+       &KvDiskStats::writes_dropped},
+      {"brisk:kv_disk_corrupt_total",
+       "KV disk tier: entries found truncated or corrupt (skipped, deleted, recomputed).",
+       &KvDiskStats::corrupt},
+      {"brisk:kv_disk_evictions_total",
+       "KV disk tier: entries deleted to stay within cache.disk_bytes.", &KvDiskStats::evictions},
+  };
+  for (const DiskSeries& d : kDisk)
+    r.AddCallbackGauge(d.name, d.help, {},
+                       [e, f = d.field] { return double(e->Load().kv_disk.*f); });
+  r.AddCallbackGauge("brisk:kv_disk_tier_disabled",
+                     "1 when cache.disk_path is set but the disk tier stopped writing (a full, "
+                     "read-only or unusable disk): RAM prefix cache only.",
+                     {}, [e] { return e->Load().kv_disk.writes_disabled ? 1.0 : 0.0; });
 }
 
 void ServerMetrics::WatchEngine(metrics::Registry& r, EngineClient& engine) {
@@ -156,6 +236,7 @@ void ServerMetrics::WatchEngine(metrics::Registry& r, EngineClient& engine) {
                      [e] { return double(e->Load().scheduler.prefix_query_tokens); });
   r.AddCallbackGauge("brisk:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
                      {}, [e] { return double(e->Load().scheduler.prefix_hit_tokens); });
+  WatchKvTiers(r, e);
   r.AddCallbackGauge("brisk:kv_cache_waste_ratio",
                      "Allocated KV token slots not holding a token, mean over steps.", {},
                      [e] { return e->Load().scheduler.kv_waste_ratio; });

@@ -22,6 +22,7 @@ class ServerMetrics {
   // step histogram and counters fed by its step observer.
   void WatchEngine(metrics::Registry& r, EngineClient& engine);
   void ObserveStep(const StepStats& s);
+  void WatchKvTiers(metrics::Registry& r, EngineClient* engine);
 
   metrics::Histogram *ttft, *tpot, *itl, *e2e, *queue, *prefill, *decode, *step;
   metrics::Counter *step_tokens_prefill, *step_tokens_decode, *step_time_prefill, *step_time_decode;
@@ -39,6 +40,8 @@ class ServerMetrics {
   metrics::Counter *spec_eligible, *spec_draft_seconds;
   metrics::Counter *spec_draft_prompt_tokens, *spec_draft_cached_tokens;
   std::vector<metrics::Counter*> spec_accepted_per_pos;  // by draft position
+  // The KV disk tier: seconds per block read and per block write.
+  metrics::Histogram *kv_disk_read, *kv_disk_write;
   // brisk:desired_replicas: a backlog should be gone within this long.
   static constexpr double kTargetQueueDrainS = 10;
   // Capacity measured on the engine thread (step observer); the scrape
