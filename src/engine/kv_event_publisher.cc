@@ -15,13 +15,6 @@ bool Binds(const std::string& endpoint) {
          endpoint.starts_with("ipc://") || endpoint.starts_with("inproc://");
 }
 
-std::string SeqBytes(int64_t seq) {
-  std::string b(8, '\0');
-  const auto u = static_cast<uint64_t>(seq);
-  for (int i = 0; i < 8; ++i) b[static_cast<size_t>(i)] = static_cast<char>(u >> (56 - 8 * i));
-  return b;
-}
-
 }  // namespace
 
 struct KvEventPublisher::Sockets {
@@ -124,7 +117,7 @@ void KvEventPublisher::Send(const Queued& q) {
   try {
     auto& pub = sockets_->pub;
     pub.send(zmq::buffer(opts_.topic), zmq::send_flags::sndmore);
-    pub.send(zmq::buffer(SeqBytes(static_cast<int64_t>(seq))), zmq::send_flags::sndmore);
+    pub.send(zmq::buffer(EncodeKvEventSeq(static_cast<int64_t>(seq))), zmq::send_flags::sndmore);
     pub.send(zmq::buffer(payload), zmq::send_flags::none);
     published_.fetch_add(1);
   } catch (const zmq::error_t& e) {
@@ -152,9 +145,7 @@ void KvEventPublisher::ServeReplay() {
                 frames.size());
       continue;
     }
-    uint64_t start = 0;
-    const auto* b = static_cast<const uint8_t*>(frames.back().data());
-    for (int i = 0; i < 8; ++i) start = (start << 8) | b[i];
+    const auto start = static_cast<uint64_t>(*DecodeKvEventSeq(frames.back().to_string_view()));
     const bool delimited = frames.size() >= 3;
     auto reply = [&](const std::string& seq, std::string_view payload) {
       sock.send(zmq::buffer(frames[0].data(), frames[0].size()), zmq::send_flags::sndmore);
@@ -164,9 +155,9 @@ void KvEventPublisher::ServeReplay() {
     };
     try {
       for (const auto& [seq, payload] : buffer_) {
-        if (seq >= start) reply(SeqBytes(static_cast<int64_t>(seq)), payload);
+        if (seq >= start) reply(EncodeKvEventSeq(static_cast<int64_t>(seq)), payload);
       }
-      reply(SeqBytes(-1), "");
+      reply(EncodeKvEventSeq(-1), "");
       replays_.fetch_add(1);
     } catch (const zmq::error_t& e) {
       log::Warn("KV events: replay answer: {}", e.what());

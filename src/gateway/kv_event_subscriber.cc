@@ -26,20 +26,6 @@ constexpr auto kReplayRetry = 1s;
 // Live batches held while a replay runs; past this the replay starts over.
 constexpr size_t kMaxPending = 100000;
 
-int64_t SeqOf(const zmq::message_t& m) {
-  if (m.size() != 8) return -2;
-  uint64_t v = 0;
-  const auto* b = static_cast<const uint8_t*>(m.data());
-  for (int i = 0; i < 8; ++i) v = (v << 8) | b[i];
-  return static_cast<int64_t>(v);
-}
-
-std::string SeqBytes(uint64_t seq) {
-  std::string s(8, '\0');
-  for (int i = 7; i >= 0; --i, seq >>= 8) s[static_cast<size_t>(i)] = static_cast<char>(seq & 0xff);
-  return s;
-}
-
 }  // namespace
 
 struct KvEventSubscriber::Sockets {
@@ -196,12 +182,14 @@ void KvEventSubscriber::Run() {
         } else if (kind == 0) {
           // [topic, sequence, payload]
           if (frames.size() != 3) continue;
-          OnLive(r, SeqOf(frames[1]), frames[2].to_string_view());
+          OnLive(r, DecodeKvEventSeq(frames[1].to_string_view()).value_or(-2),
+                 frames[2].to_string_view());
         } else {
           // ["", sequence, payload] (a delimited request's answer)
           if (frames.size() == 3 && frames[0].size() == 0) frames.erase(frames.begin());
           if (frames.size() != 2) continue;
-          OnReplayMessage(r, SeqOf(frames[0]), frames[1].to_string_view());
+          OnReplayMessage(r, DecodeKvEventSeq(frames[0].to_string_view()).value_or(-2),
+                          frames[1].to_string_view());
           if (!rep.replay) break;  // the end marker closed it
         }
       }
@@ -246,7 +234,7 @@ void KvEventSubscriber::BeginResync(int r, const char* why) {
     rep.replay->set(zmq::sockopt::linger, 0);
     rep.replay->connect(sources_[r].replay_endpoint);
     rep.replay->send(zmq::message_t(), zmq::send_flags::sndmore);
-    rep.replay->send(zmq::buffer(SeqBytes(0)), zmq::send_flags::none);
+    rep.replay->send(zmq::buffer(EncodeKvEventSeq(0)), zmq::send_flags::none);
     rep.replay_deadline = SteadyClock::now() + kReplayTimeout;
   } catch (const zmq::error_t& e) {
     log::Warn("gateway: tier '{}': replica {}'s KV events replay: {}", tier_, r, e.what());

@@ -17,13 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string SeqBytes(int64_t seq) {
-  std::string s(8, '\0');
-  auto v = static_cast<uint64_t>(seq);
-  for (int i = 7; i >= 0; --i, v >>= 8) s[static_cast<size_t>(i)] = static_cast<char>(v & 0xff);
-  return s;
-}
-
 ExternalBlockHash H(uint8_t n) {
   ExternalBlockHash h{};
   h[31] = n;
@@ -76,12 +69,12 @@ class TestPublisher {
         for (const auto& [seq, payload] : kept_) {
           router_.send(zmq::buffer(f[0].to_string()), zmq::send_flags::sndmore);
           router_.send(zmq::message_t(), zmq::send_flags::sndmore);
-          router_.send(zmq::buffer(SeqBytes(seq)), zmq::send_flags::sndmore);
+          router_.send(zmq::buffer(EncodeKvEventSeq(seq)), zmq::send_flags::sndmore);
           router_.send(zmq::buffer(payload), zmq::send_flags::none);
         }
         router_.send(zmq::buffer(f[0].to_string()), zmq::send_flags::sndmore);
         router_.send(zmq::message_t(), zmq::send_flags::sndmore);
-        router_.send(zmq::buffer(SeqBytes(-1)), zmq::send_flags::sndmore);
+        router_.send(zmq::buffer(EncodeKvEventSeq(-1)), zmq::send_flags::sndmore);
         router_.send(zmq::message_t(), zmq::send_flags::none);
       }
     });
@@ -92,7 +85,7 @@ class TestPublisher {
     kept_[seq_] = payload;
     if (!silent) {
       pub_.send(zmq::buffer(std::string("")), zmq::send_flags::sndmore);
-      pub_.send(zmq::buffer(SeqBytes(seq_)), zmq::send_flags::sndmore);
+      pub_.send(zmq::buffer(EncodeKvEventSeq(seq_)), zmq::send_flags::sndmore);
       pub_.send(zmq::buffer(payload), zmq::send_flags::none);
     }
     ++seq_;

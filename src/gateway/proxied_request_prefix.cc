@@ -9,6 +9,18 @@
 
 namespace brisk::gateway {
 
+namespace {
+
+void CountLookup(GatewayCore& core, const std::string& tier, const char* result) {
+  core.metrics->registry
+      .GetCounter("brisk_gateway_prefix_lookups_total",
+                  "Prompts looked up for precise prefix routing, by result.",
+                  {{"tier", tier}, {"result", result}})
+      ->Inc();
+}
+
+}  // namespace
+
 bool ProxiedRequest::LookUpPrefix() {
   if (prefix_tier_pos_ == tier_pos_) return false;
   prefix_tier_pos_ = tier_pos_;
@@ -19,11 +31,7 @@ bool ProxiedRequest::LookUpPrefix() {
     return false;
   const std::string& tier_name = tier.config->name;
   if (!tier.kv_events->AnyLive()) {
-    core_->metrics->registry
-        .GetCounter("brisk_gateway_prefix_lookups_total",
-                    "Prompts looked up for precise prefix routing, by result.",
-                    {{"tier", tier_name}, {"result", "no_live_events"}})
-        ->Inc();
+    CountLookup(*core_, tier_name, "no_live_events");
     return false;
   }
   // Any replica renders and salts the prompt the same way: the least loaded.
@@ -95,11 +103,7 @@ void ProxiedRequest::PrefixLookedUp(Expected<std::pair<int, std::string>> answer
   } else {
     why = answer.status().message();
   }
-  core_->metrics->registry
-      .GetCounter("brisk_gateway_prefix_lookups_total",
-                  "Prompts looked up for precise prefix routing, by result.",
-                  {{"tier", tier.config->name}, {"result", result}})
-      ->Inc();
+  CountLookup(*core_, tier.config->name, result);
   if (!why.empty())
     log::Debug("gateway: request {}: no prefix lookup ({}): {}", request_id_, result, why);
   TryNext();

@@ -11,6 +11,20 @@ KvBlockKey BlockKeyOf(const ExternalBlockHash& h) {
   return v;
 }
 
+std::string EncodeKvEventSeq(int64_t seq) {
+  std::string b(8, '\0');
+  const auto u = static_cast<uint64_t>(seq);
+  for (int i = 0; i < 8; ++i) b[static_cast<size_t>(i)] = static_cast<char>(u >> (56 - 8 * i));
+  return b;
+}
+
+std::optional<int64_t> DecodeKvEventSeq(std::string_view frame) {
+  if (frame.size() != 8) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : frame) v = (v << 8) | static_cast<uint8_t>(c);
+  return static_cast<int64_t>(v);
+}
+
 // ---- encoding ----------------------------------------------------------------
 
 namespace {

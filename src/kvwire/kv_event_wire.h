@@ -55,6 +55,12 @@ struct KvEventWireOptions {
   int data_parallel_rank = 0;
 };
 
+// A message's sequence-number frame (and a replay request's start, and the
+// replay's end marker -1): 8 bytes, big-endian, signed.
+std::string EncodeKvEventSeq(int64_t seq);
+// nullopt unless `frame` is 8 bytes.
+std::optional<int64_t> DecodeKvEventSeq(std::string_view frame);
+
 std::string EncodeKvEventBatch(double ts, std::span<const KvEvent> events, int block_size,
                                int sliding_window, const KvEventWireOptions& wire);
 

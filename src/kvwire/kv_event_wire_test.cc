@@ -97,6 +97,15 @@ TEST(KvEventWireTest, BlockKeyIsTheLow64BitsBigEndian) {
   EXPECT_EQ(BlockKeyOf(h), 0x18191a1b1c1d1e1full);
 }
 
+TEST(KvEventWireTest, SequenceFrameIsEightBytesBigEndianSigned) {
+  EXPECT_EQ(EncodeKvEventSeq(0x0102), std::string("\0\0\0\0\0\0\x01\x02", 8));
+  EXPECT_EQ(EncodeKvEventSeq(-1), std::string(8, '\xff'));
+  for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{1} << 40})
+    EXPECT_EQ(DecodeKvEventSeq(EncodeKvEventSeq(v)), v);
+  EXPECT_FALSE(DecodeKvEventSeq("1234567").has_value());
+  EXPECT_FALSE(DecodeKvEventSeq("123456789").has_value());
+}
+
 TEST(KvEventWireTest, DecodesWhatItEncodes) {
   KvEvent stored;
   stored.type = KvEvent::Type::kBlockStored;
